@@ -1,0 +1,50 @@
+import { z } from "zod";
+
+/** A configuration error names the variable; main prints this one line and exits 1. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
+    super(`invalid configuration: ${variable} ${detail}`);
+    this.name = "ConfigError";
+  }
+}
+
+/**
+ * Parses the environment once with a zod object schema whose keys are variable names, and
+ * freezes the result. The first offending variable is reported.
+ */
+export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv): Readonly<z.infer<S>> {
+  // Empty strings count as unset, as in most shells' `VAR= cmd`.
+  const input = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const result = schema.safeParse(input);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const variable = String(issue.path[0] ?? "environment");
+    throw new ConfigError(variable, `${issue.message} (got ${JSON.stringify(env[variable] ?? null)})`);
+  }
+  return Object.freeze(result.data);
+}
+
+/** A TCP port: an integer 0..65535 (0 picks a free port). */
+export const port = (fallback: number) =>
+  z.coerce
+    .number({ error: "must be a port number" })
+    .int("must be an integer port")
+    .min(0, "must be a port 0..65535")
+    .max(65535, "must be a port 0..65535")
+    .default(fallback);
+
+/** Runs a main function; a ConfigError becomes one line on stderr and exit code 1. */
+export async function runMain(main: () => Promise<void>): Promise<void> {
+  try {
+    await main();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,34 @@
+/** TypeScript shapes of proto/petstore/v1/pet_service.proto as loaded with LOADER_OPTIONS. */
+
+export const PET_STATUSES = ["PET_STATUS_AVAILABLE", "PET_STATUS_PENDING", "PET_STATUS_SOLD"] as const;
+export type PetStatusName = "PET_STATUS_UNSPECIFIED" | (typeof PET_STATUSES)[number];
+
+/** int64 fields travel as decimal strings so no value above 2^53 is rounded. */
+export interface Pet {
+  id: string;
+  name: string;
+  categoryId: string;
+  status: PetStatusName;
+}
+
+export interface ListPetsRequest {
+  limit?: number;
+  status?: PetStatusName;
+}
+export interface ListPetsResponse {
+  pets: Pet[];
+}
+export interface CreatePetRequest {
+  name?: string;
+  categoryId?: string;
+  status?: PetStatusName;
+}
+export interface CreatePetResponse {
+  pet: Pet;
+}
+export interface GetPetRequest {
+  id?: string;
+}
+export interface GetPetResponse {
+  pet: Pet;
+}

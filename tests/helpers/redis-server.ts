@@ -1,0 +1,67 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { Redis } from "ioredis";
+import { freePort } from "./net.js";
+
+/**
+ * A private redis-server for one test file: a free port, nothing on disk. Tests only ever
+ * talk to (and flush) servers they started here, never a shared one.
+ */
+export interface PrivateRedis {
+  port: number;
+  url: string;
+  process: ChildProcess;
+  /** SIGKILL the server (outage tests); `start()` brings it back on the same port. */
+  kill(): Promise<void>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  const handle: PrivateRedis = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    process: undefined as unknown as ChildProcess,
+    async kill() {
+      await killAndWait(handle.process, "SIGKILL");
+    },
+    async start() {
+      handle.process = spawn(
+        "redis-server",
+        ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", ""],
+        { stdio: "ignore" },
+      );
+      await waitForPing(port);
+    },
+    async stop() {
+      await killAndWait(handle.process, "SIGTERM");
+    },
+  };
+  await handle.start();
+  return handle;
+}
+
+async function killAndWait(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill(signal);
+  });
+}
+
+async function waitForPing(port: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const client = new Redis({ port, host: "127.0.0.1", lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    client.on("error", () => {});
+    try {
+      await client.connect();
+      if ((await client.ping()) === "PONG") return;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      client.disconnect();
+    }
+  }
+}

@@ -1,0 +1,22 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ConfigError, parseEnv, port } from "../../lib/config.js";
+
+const schema = z.object({ SOME_PORT: port(50051), SOME_PATH: z.string().default("data/x") });
+
+describe("parseEnv", () => {
+  it("applies defaults and freezes the result", () => {
+    const cfg = parseEnv(schema, {});
+    expect(cfg).toEqual({ SOME_PORT: 50051, SOME_PATH: "data/x" });
+    expect(Object.isFrozen(cfg)).toBe(true);
+  });
+
+  it("treats empty strings as unset", () => {
+    expect(parseEnv(schema, { SOME_PORT: "" }).SOME_PORT).toBe(50051);
+  });
+
+  it.each(["abc", "70000", "-1", "1.5"])("names the variable for SOME_PORT=%s", (value) => {
+    expect(() => parseEnv(schema, { SOME_PORT: value })).toThrowError(ConfigError);
+    expect(() => parseEnv(schema, { SOME_PORT: value })).toThrowError(/^invalid configuration: SOME_PORT /);
+  });
+});

@@ -1,0 +1,11 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["tests/**/*.test.ts"],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    // Integration suites start real processes and servers; two cores, so keep files modest.
+    maxWorkers: 2,
+  },
+});

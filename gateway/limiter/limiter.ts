@@ -1,0 +1,48 @@
+/**
+ * The rate limiter's contract. A store decides, atomically, for one subject (an API key or a
+ * client address): ban and revocation first, then every window; it counts the request only
+ * when it is admitted. Memory and Redis stores implement it and pass one conformance suite.
+ */
+
+/** One sliding window: at most `limit` requests in any rolling `windowSeconds`. */
+export interface WindowLimit {
+  windowSeconds: number;
+  limit: number;
+}
+
+export interface WindowResult extends WindowLimit {
+  /** Requests still admitted now in this window (after counting this one, if admitted). */
+  remaining: number;
+  /** Unix seconds at which this window has its full quota back (when no further requests arrive). */
+  resetAt: number;
+}
+
+export type Outcome = "admitted" | "limited" | "banned" | "revoked";
+
+export interface Decision {
+  outcome: Outcome;
+  /** One per requested window, in the order requested. */
+  windows: WindowResult[];
+  /** Index into `windows` of the window that binds first (the one with the least remaining). */
+  binding: number;
+  /** Whole seconds until the first moment a retry is admitted (limited/banned); 0 otherwise. */
+  retryAfterSeconds: number;
+  /** The store's clock when it decided, in milliseconds (Redis TIME for the Redis store). */
+  nowMs: number;
+}
+
+export interface BanPolicy {
+  /** Refused requests within the retry period that trigger a ban (BAN_AFTER). */
+  after: number;
+  /** Ban length in seconds (BAN_SECONDS); repeat offences may escalate. */
+  seconds: number;
+}
+
+export interface LimiterStore {
+  /** Decides one request of `subject` against all `windows` at once. */
+  hit(subject: string, windows: readonly WindowLimit[]): Promise<Decision>;
+  close(): Promise<void>;
+}
+
+/** Milliseconds since the epoch; injected so tests never sleep. */
+export type Clock = () => number;

@@ -1,0 +1,10 @@
+/**
+ * Redis key names shared by the gateway's limiter and the keys tooling. Every key of one
+ * subject carries the same hash tag `{subject}`, so the limiter's single Lua script touches one
+ * slot and runs on Redis Cluster.
+ */
+export type SubjectPart = "m" | "d" | "ban" | "strikes" | "revoked";
+
+export const subjectForKey = (keyId: string): string => `key:${keyId}`;
+export const subjectForAddress = (address: string): string => `ip:${address}`;
+export const redisKey = (subject: string, part: SubjectPart): string => `rl:{${subject}}:${part}`;

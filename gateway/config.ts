@@ -1,0 +1,34 @@
+import { z } from "zod";
+import { parseEnv, port } from "../lib/config.js";
+
+const positiveInt = (fallback: number, what: string) =>
+  z.coerce.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`).default(fallback);
+
+/** "true"/"false", a hop count, or a list of trusted proxy addresses/subnets (Express syntax). */
+const trustProxy = z
+  .string()
+  .default("false")
+  .transform((v) => (v === "true" ? true : v === "false" ? false : /^[0-9]+$/.test(v) ? Number(v) : v));
+
+export const GATEWAY_ENV = z.object({
+  GATEWAY_HOST: z.string().default("0.0.0.0"),
+  GATEWAY_PORT: port(8080),
+  PET_SERVICE_ADDR: z
+    .string()
+    .regex(/^[^\s:]+:[0-9]{1,5}$|^unix:.+$/, "must be host:port")
+    .default("127.0.0.1:50051"),
+  PET_SERVICE_TIMEOUT_MS: positiveInt(2000, "a positive number of milliseconds"),
+  REDIS_URL: z.string().url("must be a redis:// or rediss:// URL").optional(),
+  KEYS_DIR: z.string().default("keys"),
+  BAN_AFTER: positiveInt(20, "a positive integer"),
+  BAN_SECONDS: positiveInt(900, "a positive number of seconds"),
+  TRUST_PROXY: trustProxy,
+  BODY_LIMIT_BYTES: positiveInt(16 * 1024, "a positive number of bytes"),
+  SHUTDOWN_GRACE_MS: positiveInt(10_000, "a positive number of milliseconds"),
+});
+
+export type GatewayConfig = Readonly<z.infer<typeof GATEWAY_ENV>>;
+
+export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  return parseEnv(GATEWAY_ENV, env);
+}

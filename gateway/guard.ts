@@ -1,0 +1,54 @@
+import type { RequestHandler } from "express";
+import { subjectForAddress, subjectForKey } from "../lib/redis-keys.js";
+import { AuthError, type ApiKey, type KeyVerifier } from "./auth/api-key.js";
+import { parseBearer } from "./auth/bearer.js";
+import { ApiError } from "./errors.js";
+import { rateLimitHeaders } from "./limiter/headers.js";
+import type { LimiterStore, WindowLimit } from "./limiter/limiter.js";
+import { windowsFor } from "./limiter/plans.js";
+import type { GatewayMetrics } from "./metrics.js";
+
+export interface GuardDeps {
+  verifier: KeyVerifier;
+  limiter: LimiterStore;
+  /** Limits of requests without a valid key, per client address (slows key guessing). */
+  anonymousWindows: readonly WindowLimit[];
+  metrics: GatewayMetrics;
+}
+
+/**
+ * Auth and quota for every /v1 request, in one place so every response (errors included)
+ * carries the rate-limit headers: the key is verified, the request is counted against the key
+ * (or, without a valid key, against the client address), then refused or let through.
+ */
+export function guard(deps: GuardDeps): RequestHandler {
+  return async (req, res, next) => {
+    let apiKey: ApiKey | undefined;
+    let authError: AuthError | undefined;
+    try {
+      apiKey = deps.verifier.verify(parseBearer(req.headers.authorization));
+    } catch (err) {
+      if (!(err instanceof AuthError)) throw err;
+      authError = err;
+    }
+    const decision = apiKey
+      ? await deps.limiter.hit(subjectForKey(apiKey.keyId), windowsFor(apiKey))
+      : await deps.limiter.hit(subjectForAddress(req.ip ?? "unknown"), deps.anonymousWindows);
+    res.set(rateLimitHeaders(decision));
+    deps.metrics.limiterDecisions.inc({ outcome: decision.outcome });
+
+    switch (decision.outcome) {
+      case "revoked":
+        throw new ApiError("unauthorized", "This API key has been revoked.");
+      case "banned":
+        throw new ApiError("api_key_banned");
+      case "limited":
+        throw new ApiError("rate_limited");
+      case "admitted":
+        break;
+    }
+    if (authError) throw new ApiError("unauthorized", authError.message);
+    res.locals.apiKey = apiKey;
+    next();
+  };
+}

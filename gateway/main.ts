@@ -1,0 +1,64 @@
+import type { AddressInfo } from "node:net";
+import { runMain } from "../lib/config.js";
+import { createLogger } from "../lib/logger.js";
+import { createApp } from "./app.js";
+import { createKeyVerifier } from "./auth/jwt-verifier.js";
+import { watchRevocations } from "./auth/revocation-list.js";
+import { loadGatewayConfig } from "./config.js";
+import { createLimiter } from "./limiter/create-limiter.js";
+import { ANONYMOUS_WINDOWS } from "./limiter/plans.js";
+import { createPetClient } from "./pet-client.js";
+
+await runMain(async () => {
+  const config = loadGatewayConfig();
+  const logger = createLogger("gateway");
+  const clock = Date.now;
+
+  const revocations = watchRevocations({ keysDir: config.KEYS_DIR });
+  const verifier = createKeyVerifier({ keysDir: config.KEYS_DIR, clock, revocations });
+  const limiter = createLimiter({ redisUrl: config.REDIS_URL, ban: { after: config.BAN_AFTER, seconds: config.BAN_SECONDS }, clock, logger });
+  const pets = createPetClient({ address: config.PET_SERVICE_ADDR, timeoutMs: config.PET_SERVICE_TIMEOUT_MS });
+
+  const app = createApp({
+    pets,
+    verifier,
+    limiter,
+    clock,
+    logger,
+    trustProxy: config.TRUST_PROXY,
+    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    anonymousWindows: ANONYMOUS_WINDOWS,
+  });
+
+  const server = app.listen(config.GATEWAY_PORT, config.GATEWAY_HOST, () => {
+    const { port } = server.address() as AddressInfo;
+    logger.info({ port, host: config.GATEWAY_HOST, petService: config.PET_SERVICE_ADDR, redis: Boolean(config.REDIS_URL) }, "gateway listening");
+  });
+  server.on("error", (err) => {
+    logger.fatal({ err }, "gateway could not listen");
+    process.exit(1);
+  });
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "gateway shutting down");
+    const force = setTimeout(() => {
+      logger.warn("in-flight requests did not finish in time; closing");
+      server.closeAllConnections();
+    }, config.SHUTDOWN_GRACE_MS);
+    force.unref();
+    server.close(async () => {
+      pets.close();
+      verifier.close();
+      revocations.close();
+      await limiter.close();
+      logger.info("gateway stopped");
+      process.exit(0);
+    });
+    server.closeIdleConnections();
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+});

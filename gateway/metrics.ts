@@ -1,0 +1,62 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/**
+ * The gateway's Prometheus metrics, on a registry of their own (not prom-client's global one)
+ * so several apps can live in one process, as they do in tests.
+ */
+export interface GatewayMetrics {
+  registry: Registry;
+  httpRequests: Counter<"route" | "method" | "status">;
+  httpDuration: Histogram<"route" | "method" | "status">;
+  limiterDecisions: Counter<"outcome">;
+  redisFaults: Counter;
+  limiterFallback: Gauge;
+  grpcDuration: Histogram<"method" | "code">;
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): GatewayMetrics {
+  const registry = new Registry();
+  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  return {
+    registry,
+    httpRequests: new Counter({
+      name: "gateway_http_requests_total",
+      help: "HTTP requests by route template, method and status.",
+      labelNames: ["route", "method", "status"],
+      registers,
+    }),
+    httpDuration: new Histogram({
+      name: "gateway_http_request_duration_seconds",
+      help: "HTTP request latency by route template, method and status.",
+      labelNames: ["route", "method", "status"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    limiterDecisions: new Counter({
+      name: "gateway_limiter_decisions_total",
+      help: "Rate-limiter decisions by outcome (admitted, limited, banned, revoked).",
+      labelNames: ["outcome"],
+      registers,
+    }),
+    redisFaults: new Counter({
+      name: "gateway_redis_faults_total",
+      help: "Limiter calls to Redis that failed and were decided from process memory.",
+      registers,
+    }),
+    limiterFallback: new Gauge({
+      name: "gateway_limiter_fallback_active",
+      help: "1 while the limiter decides from process memory because Redis is unavailable.",
+      registers,
+    }),
+    grpcDuration: new Histogram({
+      name: "gateway_grpc_client_duration_seconds",
+      help: "Calls to the pet service by RPC method and gRPC status code.",
+      labelNames: ["method", "code"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+  };
+}

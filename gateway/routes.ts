@@ -1,0 +1,69 @@
+import type { Request } from "express";
+import type { PetClient } from "./pet-client.js";
+import { ApiError } from "./errors.js";
+import { GET_PET_DEPRECATION, type Deprecation } from "./deprecation.js";
+import { getPetRequest, jsonBody, listPetsRequest } from "./http-input.js";
+import { petJson, petsJson, toCreatePetRequest } from "./pet-mapping.js";
+import type { Clock } from "./limiter/limiter.js";
+
+export interface RouteContext {
+  pets: PetClient;
+  clock: Clock;
+  requestId: string;
+}
+
+export interface RouteResult {
+  status: number;
+  /** Pre-serialised JSON: int64 values are written exactly, never through a JS number. */
+  body: string;
+  headers?: Record<string, string>;
+}
+
+/** One row per public operation: HTTP method and path, the RPC behind it, its deprecation. */
+export interface Route {
+  operation: string;
+  method: "GET" | "POST";
+  path: string;
+  rpc: string;
+  hasBody?: boolean;
+  deprecation?: Deprecation;
+  handle(req: Request, ctx: RouteContext): Promise<RouteResult>;
+}
+
+export const ROUTES: readonly Route[] = [
+  {
+    operation: "listPets",
+    method: "GET",
+    path: "/pets",
+    rpc: "ListPets",
+    async handle(req, ctx) {
+      const { pets } = await ctx.pets.listPets(listPetsRequest(req), ctx);
+      return { status: 200, body: petsJson(pets) };
+    },
+  },
+  {
+    operation: "createPet",
+    method: "POST",
+    path: "/pets",
+    rpc: "CreatePet",
+    hasBody: true,
+    async handle(req, ctx) {
+      const { pet } = await ctx.pets.createPet(toCreatePetRequest(jsonBody(req)), ctx);
+      return { status: 201, body: petJson(pet), headers: { Location: `/v1/pets/${pet.id}` } };
+    },
+  },
+  {
+    operation: "getPet",
+    method: "GET",
+    path: "/pets/:petId",
+    rpc: "GetPet",
+    deprecation: GET_PET_DEPRECATION,
+    async handle(req, ctx) {
+      if (ctx.clock() >= GET_PET_DEPRECATION.sunsetAt) {
+        throw new ApiError("gone", "GET /v1/pets/{petId} was removed on 2030-12-05; use GET /v1/pets?status=...");
+      }
+      const { pet } = await ctx.pets.getPet(getPetRequest(req), ctx);
+      return { status: 200, body: petJson(pet) };
+    },
+  },
+];

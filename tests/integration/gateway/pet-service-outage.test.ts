@@ -1,0 +1,51 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { freePort } from "../../helpers/net.js";
+import { spawnPetService, type SpawnedPetService } from "../../helpers/pet-service.js";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+
+let dir: string;
+let keys: TestKeys;
+let gateway: RunningGateway;
+let port: number;
+let pets: SpawnedPetService | undefined;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "petstore-outage-"));
+  keys = await createTestKeys();
+  port = await freePort();
+  pets = await spawnPetService({ port, dbPath: path.join(dir, "pets.sqlite") });
+  gateway = await startGateway({ petServiceAddr: `127.0.0.1:${port}`, keysDir: keys.dir });
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await pets?.kill("SIGKILL");
+  await keys?.remove();
+  await rm(dir, { recursive: true, force: true });
+});
+
+it("answers 503 service_unavailable while the pet service is down, and recovers without a restart", async () => {
+  const key = keys.issue();
+  const list = () => fetch(`${gateway.url}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+  expect((await list()).status).toBe(200);
+
+  await pets!.kill("SIGKILL");
+  for (let i = 0; i < 5; i++) {
+    const res = await list();
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ code: "service_unavailable", status: 503 });
+    // Rate-limit headers are on errors too.
+    expect(res.headers.get("x-ratelimit-limit")).not.toBeNull();
+  }
+
+  pets = await spawnPetService({ port, dbPath: path.join(dir, "pets.sqlite") });
+  let status = 0;
+  for (let i = 0; i < 50 && status !== 200; i++) {
+    status = (await list()).status;
+    if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+  }
+  expect(status).toBe(200);
+});

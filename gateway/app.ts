@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import express, { type Request, type Response } from "express";
 import type { Logger } from "../lib/logger.js";
 import type { KeyVerifier } from "./auth/api-key.js";
@@ -12,6 +13,8 @@ import type { GatewayMetrics } from "./metrics.js";
 import { opsRouter } from "./ops-routes.js";
 import { requestContext } from "./request-context.js";
 import { ROUTES, type Route } from "./routes.js";
+
+const OPENAPI_JSON = readFileSync(new URL("./openapi.json", import.meta.url), "utf8");
 
 export interface AppDeps {
   pets: PetClient;
@@ -46,14 +49,21 @@ export function createApp(deps: AppDeps): express.Express {
 
 function v1Router(deps: AppDeps): express.Router {
   const router = express.Router({ caseSensitive: true });
+  // The API description is public: no key, no quota.
+  router.get("/openapi.json", (_req, res) => {
+    res.type("application/json").send(OPENAPI_JSON);
+  });
   const readBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
 
   // Deprecation headers go on every response of a deprecated operation, 401 and 429 included.
+  // Matched on the raw path, before anything decodes parameters, so even a 400 for a badly
+  // encoded petId carries them.
   for (const route of ROUTES) {
     if (!route.deprecation) continue;
     const headers = deprecationHeaders(route.deprecation);
-    router.all(route.path, (req, res, next) => {
-      if (req.method === route.method || (route.method === "GET" && req.method === "HEAD")) res.set(headers);
+    const pattern = new RegExp(`^${route.path.replace(/:[A-Za-z]+/g, "[^/]+")}/?$`);
+    router.use((req, res, next) => {
+      if ((req.method === route.method || (route.method === "GET" && req.method === "HEAD")) && pattern.test(req.path)) res.set(headers);
       next();
     });
   }

@@ -47,7 +47,10 @@ export function guard(deps: GuardDeps): RequestHandler {
       case "admitted":
         break;
     }
-    if (authError) throw new ApiError("unauthorized", authError.message);
+    if (authError) {
+      res.set("WWW-Authenticate", `Bearer realm="pet-store", error="invalid_token"`);
+      throw new ApiError("unauthorized", authError.message);
+    }
     res.locals.apiKey = apiKey;
     next();
   };

@@ -7,17 +7,34 @@ import { watchRevocations } from "./auth/revocation-list.js";
 import { loadGatewayConfig } from "./config.js";
 import { createLimiter } from "./limiter/create-limiter.js";
 import { ANONYMOUS_WINDOWS } from "./limiter/plans.js";
+import { createGatewayMetrics } from "./metrics.js";
 import { createPetClient } from "./pet-client.js";
+import { notReadyReasons, petServiceHealth, type ReadinessCheck } from "./readiness.js";
 
 await runMain(async () => {
   const config = loadGatewayConfig();
   const logger = createLogger("gateway");
   const clock = Date.now;
+  const metrics = createGatewayMetrics({ defaultMetrics: true });
 
   const revocations = watchRevocations({ keysDir: config.KEYS_DIR });
   const verifier = createKeyVerifier({ keysDir: config.KEYS_DIR, clock, revocations });
-  const limiter = createLimiter({ redisUrl: config.REDIS_URL, ban: { after: config.BAN_AFTER, seconds: config.BAN_SECONDS }, clock, logger });
-  const pets = createPetClient({ address: config.PET_SERVICE_ADDR, timeoutMs: config.PET_SERVICE_TIMEOUT_MS });
+  const limiter = createLimiter({
+    redisUrl: config.REDIS_URL,
+    ban: { after: config.BAN_AFTER, seconds: config.BAN_SECONDS },
+    clock,
+    logger,
+    metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
+  });
+  const pets = createPetClient({ address: config.PET_SERVICE_ADDR, timeoutMs: config.PET_SERVICE_TIMEOUT_MS, latency: metrics.grpcDuration });
+  const petHealth = petServiceHealth(config.PET_SERVICE_ADDR);
+
+  let stopping = false;
+  const checks: ReadinessCheck[] = [
+    async () => (stopping ? "shutting down" : undefined),
+    petHealth,
+    async () => (limiter.mode === "redis" && limiter.usingFallback() ? "redis unavailable (limiting from memory)" : undefined),
+  ];
 
   const app = createApp({
     pets,
@@ -28,6 +45,8 @@ await runMain(async () => {
     trustProxy: config.TRUST_PROXY,
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     anonymousWindows: ANONYMOUS_WINDOWS,
+    metrics,
+    readiness: () => notReadyReasons(checks),
   });
 
   const server = app.listen(config.GATEWAY_PORT, config.GATEWAY_HOST, () => {
@@ -39,7 +58,6 @@ await runMain(async () => {
     process.exit(1);
   });
 
-  let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -51,6 +69,7 @@ await runMain(async () => {
     force.unref();
     server.close(async () => {
       pets.close();
+      petHealth.close();
       verifier.close();
       revocations.close();
       await limiter.close();

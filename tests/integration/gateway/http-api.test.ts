@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { recordingFetch } from "../../helpers/openapi-validator.js";
 import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
 import { createTestKeys, fakeClock, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
 
@@ -7,6 +8,7 @@ let pets: RunningPetService;
 let keys: TestKeys;
 let gateway: RunningGateway;
 let key: string;
+let recorder: ReturnType<typeof recordingFetch>;
 const clock = fakeClock();
 
 beforeAll(async () => {
@@ -14,9 +16,13 @@ beforeAll(async () => {
   keys = await createTestKeys();
   key = keys.issue({ plan: "business" });
   gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir, clock: clock.clock });
+  // Every response below is also checked against gateway/openapi.json (status, headers, body).
+  recorder = recordingFetch(gateway.url);
+  vi.stubGlobal("fetch", recorder.fetch);
 });
 
 afterAll(async () => {
+  vi.unstubAllGlobals();
   await gateway?.close();
   await pets?.stop();
   await keys?.remove();
@@ -158,7 +164,7 @@ describe("GET /v1/pets/{petId} (deprecated)", () => {
     expect(res.headers.get("sunset")).toBeNull();
   });
 
-  it.each(["9223372036854775808", "1.0", "%2e%2e", "0x10"])("answers petId %s with 400", async (petId) => {
+  it.each(["9223372036854775808", "1.0", "0x10", "-", "1%00"])("answers petId %s with 400", async (petId) => {
     await expectError(await api(`/v1/pets/${petId}`), 400, "invalid_request");
   });
 
@@ -219,5 +225,20 @@ describe("every response", () => {
     expect(res.headers.get("x-request-id")).toBe("abc-123");
     const generated = await api("/v1/pets", { headers: { "X-Request-Id": "bad id with spaces" } });
     expect(generated.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe("the API description", () => {
+  it("is served at /v1/openapi.json without a key", async () => {
+    const res = await fetch(`${gateway.url}/v1/openapi.json`);
+    expect(res.status).toBe(200);
+    const doc = await bodyOf(res);
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.paths["/pets/{petId}"].get.deprecated).toBe(true);
+  });
+
+  // Last in the file: every response the tests above observed matches the description.
+  it("describes every response observed above", () => {
+    expect(recorder.problems()).toEqual([]);
   });
 });

@@ -1,0 +1,70 @@
+import path from "node:path";
+import { format } from "node:util";
+import * as grpc from "@grpc/grpc-js";
+import { ConfigError, runMain } from "../lib/config.js";
+import { createLogger } from "../lib/logger.js";
+import { loadConfig } from "./config.js";
+import { createServer } from "./server.js";
+import { SqlitePetStore } from "./store/sqlite-pet-store.js";
+
+/** Backstop should closing the database hang after the drain: still gone before Kubernetes' SIGKILL. */
+const HARD_EXIT_MS = 9_500;
+
+await runMain(async () => {
+  const config = loadConfig(process.env);
+  const logger = createLogger("pet-service");
+  // grpc-js writes its own diagnostics to the console; keep every log line of this process JSON.
+  const grpcLog = logger.child({ source: "grpc-js" });
+  grpc.setLogger({
+    error: (...args: unknown[]) => grpcLog.error(format(...args)),
+    info: (...args: unknown[]) => grpcLog.info(format(...args)),
+    debug: (...args: unknown[]) => grpcLog.debug(format(...args)),
+  });
+
+  // Start-up failures that a setting can fix are reported like bad values: one line naming it.
+  const store = await SqlitePetStore.open(config.dbPath).catch((err: unknown) => {
+    throw new ConfigError("PETS_DB", `cannot be opened (got ${JSON.stringify(config.dbPath)}): ${messageOf(err)}`);
+  });
+  const pet = createServer({ store, logger });
+  const port = await pet.listen(config.host, config.port).catch(async (err: unknown) => {
+    await store.close();
+    const reason = messageOf(err);
+    const variable = /EADDRINUSE|EACCES/.test(reason) ? "PET_SERVICE_PORT" : "PET_SERVICE_HOST";
+    throw new ConfigError(variable, `cannot listen on ${config.host}:${config.port}: ${reason}`);
+  });
+  logger.info(
+    { address: `${config.host}:${port}`, host: config.host, port, dbPath: path.resolve(config.dbPath) },
+    "pet-service listening",
+  );
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    // A second signal (a terminal sends SIGINT to the whole process group) must not cut the drain short.
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down: draining in-flight calls");
+    setTimeout(() => {
+      logger.error({ afterMs: HARD_EXIT_MS }, "shutdown did not finish; exiting");
+      process.exit(1);
+    }, HARD_EXIT_MS).unref();
+    pet
+      .shutdown()
+      .then(() => store.close())
+      .then(
+        () => {
+          logger.info("pet-service stopped");
+          process.exit(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+});
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,104 @@
+import {
+  PET_STATUSES as PROTO_STATUSES,
+  type CreatePetRequest,
+  type GetPetRequest,
+  type ListPetsRequest,
+} from "../proto/types.js";
+import { statusFromProto } from "./proto-mapping.js";
+import type { ListQuery, NewPet, PetStatus } from "./store/pet-store.js";
+
+/**
+ * Every business rule of the pet service. Field names are the proto field names (snake_case),
+ * as google.rpc.BadRequest expects; each description names its field so the joined message
+ * alone tells a caller what to fix.
+ */
+
+/** Names are counted in Unicode code points, after trimming. */
+export const NAME_MAX_LENGTH = 100;
+export const LIST_LIMIT = { min: 1, max: 100, default: 20 } as const;
+export const INT64_MAX = 2n ** 63n - 1n;
+
+/** C0 and C1 control characters, DEL included: invisible, and they break logs and terminals. */
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/u;
+
+export interface FieldViolation {
+  field: string;
+  description: string;
+}
+
+export type Checked<T> = { ok: true; value: T } | { ok: false; violations: FieldViolation[] };
+
+export function checkNewPet(request: CreatePetRequest): Checked<NewPet> {
+  const name = parseName(request.name);
+  const categoryId = parsePositiveInt64("category_id", request.categoryId);
+  const status = parseStatus(request.status) ?? "available";
+  if (isViolation(name) || isViolation(categoryId) || isViolation(status)) return rejected(name, categoryId, status);
+  return { ok: true, value: { name, categoryId, status } };
+}
+
+export function checkListQuery(request: ListPetsRequest): Checked<ListQuery> {
+  const limit = parseLimit(request.limit);
+  const status = parseStatus(request.status);
+  if (isViolation(limit) || isViolation(status)) return rejected(limit, status);
+  return { ok: true, value: status ? { limit, status } : { limit } };
+}
+
+export function checkPetId(request: GetPetRequest): Checked<bigint> {
+  const id = parsePositiveInt64("id", request.id);
+  if (isViolation(id)) return rejected(id);
+  return { ok: true, value: id };
+}
+
+function parseName(raw: unknown): string | FieldViolation {
+  const name = typeof raw === "string" ? raw.trim() : "";
+  if (name === "") return violation("name", "name is required");
+  const length = [...name].length;
+  if (length > NAME_MAX_LENGTH) {
+    return violation("name", `name must be at most ${NAME_MAX_LENGTH} characters (got ${length})`);
+  }
+  if (CONTROL_CHARACTER.test(name)) return violation("name", "name must not contain control characters");
+  return name;
+}
+
+/** int64 arrives as a decimal string (proto-loader `longs: String`); 0 is proto3's "not set". */
+function parsePositiveInt64(field: string, raw: unknown): bigint | FieldViolation {
+  const text = String(raw ?? "0");
+  if (!/^-?\d+$/.test(text)) return violation(field, `${field} must be an integer`);
+  const value = BigInt(text);
+  if (value === 0n) return violation(field, `${field} is required`);
+  if (value < 0n || value > INT64_MAX) {
+    return violation(field, `${field} must be a positive integer no greater than ${INT64_MAX}`);
+  }
+  return value;
+}
+
+/** 0 (proto3's "not set") means the default. */
+function parseLimit(raw: unknown): number | FieldViolation {
+  const limit = raw ?? 0;
+  if (limit === 0) return LIST_LIMIT.default;
+  if (typeof limit !== "number" || !Number.isInteger(limit) || limit < LIST_LIMIT.min || limit > LIST_LIMIT.max) {
+    return violation("limit", `limit must be between ${LIST_LIMIT.min} and ${LIST_LIMIT.max} (got ${String(limit)})`);
+  }
+  return limit;
+}
+
+/** undefined for PET_STATUS_UNSPECIFIED; numbers outside the enum arrive as numbers and are refused. */
+function parseStatus(raw: unknown): PetStatus | undefined | FieldViolation {
+  if (raw === undefined || raw === "PET_STATUS_UNSPECIFIED") return undefined;
+  return (
+    statusFromProto(raw) ??
+    violation("status", `status must be one of ${PROTO_STATUSES.join(", ")} (got ${JSON.stringify(raw)})`)
+  );
+}
+
+function violation(field: string, description: string): FieldViolation {
+  return { field, description };
+}
+
+function isViolation(value: unknown): value is FieldViolation {
+  return typeof value === "object" && value !== null;
+}
+
+function rejected(...parsed: unknown[]): Checked<never> {
+  return { ok: false, violations: parsed.filter(isViolation) };
+}

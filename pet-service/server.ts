@@ -1,0 +1,78 @@
+import path from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { ReflectionService } from "@grpc/reflection";
+import { HealthImplementation, protoPath as healthProtoPath } from "grpc-health-check";
+import type { Logger } from "../lib/logger.js";
+import { LOADER_OPTIONS, loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.js";
+import { petServiceHandlers } from "./handlers.js";
+import type { PetStore } from "./store/pet-store.js";
+
+export interface PetServerDeps {
+  store: PetStore;
+  logger: Logger;
+  /** How long shutdown() lets in-flight calls run before cancelling them. */
+  shutdownGraceMs?: number;
+}
+
+export interface PetServer {
+  server: grpc.Server;
+  health: HealthImplementation;
+  /** Binds host:port (port 0 picks a free port) and resolves with the bound port. */
+  listen(host: string, port: number): Promise<number>;
+  /**
+   * Health NOT_SERVING, no new calls or connections, in-flight calls finish; whatever is still
+   * running after the grace period is cancelled. Resolves when the server is down. Idempotent.
+   * The store is the caller's: close it afterwards.
+   */
+  shutdown(): Promise<void>;
+}
+
+/** "" is the whole server (what Kubernetes and grpc_health_probe ask by default). */
+const HEALTH_SERVICES = ["", PET_SERVICE_NAME];
+const DEFAULT_SHUTDOWN_GRACE_MS = 8_000;
+
+/** PetService, grpc.health.v1.Health and server reflection on one grpc.Server; does not bind. */
+export function createServer(deps: PetServerDeps): PetServer {
+  const { logger, shutdownGraceMs = DEFAULT_SHUTDOWN_GRACE_MS } = deps;
+  const definition = loadPetServiceDefinition();
+  const server = new grpc.Server();
+  server.addService(definition[PET_SERVICE_NAME] as grpc.ServiceDefinition, petServiceHandlers(deps));
+
+  const health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((s) => [s, "SERVING"])));
+  health.addToServer(server);
+  new ReflectionService({ ...definition, ...loadHealthDefinition() }).addToServer(server);
+
+  let stopped: Promise<void> | undefined;
+  return {
+    server,
+    health,
+    listen: (host, port) =>
+      new Promise((resolve, reject) => {
+        // IPv6 literals need brackets in a gRPC target.
+        const target = host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+        server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, bound) =>
+          err ? reject(err) : resolve(bound),
+        );
+      }),
+    shutdown: () =>
+      (stopped ??= new Promise((resolve) => {
+        for (const service of HEALTH_SERVICES) health.setStatus(service, "NOT_SERVING");
+        const force = setTimeout(() => {
+          logger.warn({ graceMs: shutdownGraceMs }, "calls still running after the grace period; cancelling them");
+          server.forceShutdown();
+          resolve();
+        }, shutdownGraceMs);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      })),
+  };
+}
+
+/** Reflection describes the health service too, so `grpcurl list` shows everything served. */
+function loadHealthDefinition(): protoLoader.PackageDefinition {
+  const includeDir = path.resolve(path.dirname(healthProtoPath), "../..");
+  return protoLoader.loadSync("health/v1/health.proto", { ...LOADER_OPTIONS, includeDirs: [includeDir] });
+}

@@ -1,0 +1,242 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import * as grpc from "@grpc/grpc-js";
+import sqlite3 from "sqlite3";
+import { service as healthService } from "grpc-health-check";
+import { createLogger } from "../../lib/logger.js";
+import { loadPetStorePackage } from "../../proto/load.js";
+import type { CreatePetRequest, ListPetsRequest, Pet } from "../../proto/types.js";
+import { createServer } from "../../pet-service/server.js";
+import { SqlitePetStore } from "../../pet-service/store/sqlite-pet-store.js";
+
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const START_TIMEOUT_MS = 15_000;
+const STOP_TIMEOUT_MS = 12_000;
+
+export interface RunningPetService {
+  /** "127.0.0.1:PORT" */
+  address: string;
+  port: number;
+  dbPath: string;
+  stop(): Promise<void>;
+}
+
+export interface SpawnedPetService extends RunningPetService {
+  child: ChildProcess;
+  /** Sends the signal (SIGTERM by default), waits for the exit; the exit code, null when killed by a signal. */
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+}
+
+/** A SQLite path in a fresh directory under os.tmpdir(), or the given one (then never removed). */
+export async function testDbPath(dbPath?: string): Promise<{ dbPath: string; remove(): Promise<void> }> {
+  if (dbPath) return { dbPath, remove: async () => {} };
+  const dir = await mkdtemp(path.join(os.tmpdir(), "pet-service-test-"));
+  return { dbPath: path.join(dir, "pets.sqlite"), remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** The pet service in this process (createServer on a free loopback port, a real SQLite file). */
+export async function startPetService(opts: { dbPath?: string } = {}): Promise<RunningPetService> {
+  const db = await testDbPath(opts.dbPath);
+  const store = await SqlitePetStore.open(db.dbPath);
+  const pet = createServer({ store, logger: createLogger("pet-service", process.env.LOG_LEVEL ?? "silent") });
+  const port = await pet.listen("127.0.0.1", 0);
+  return {
+    address: `127.0.0.1:${port}`,
+    port,
+    dbPath: db.dbPath,
+    async stop() {
+      await pet.shutdown();
+      await store.close();
+      await db.remove();
+    },
+  };
+}
+
+/**
+ * The pet service as a real process, ready once grpc.health.v1 says SERVING. It runs as
+ * `node --import tsx pet-service/main.ts` rather than through the `tsx` CLI: that wrapper is a
+ * second process, so SIGKILL would hit the wrapper and orphan the server, and it SIGKILLs its
+ * child when a relayed signal is not acknowledged within ~30 ms (a busy event loop).
+ */
+export async function spawnPetService(
+  opts: { dbPath?: string; port?: number; env?: Record<string, string> } = {},
+): Promise<SpawnedPetService> {
+  const db = await testDbPath(opts.dbPath);
+  const launched = launch({ PET_SERVICE_PORT: String(opts.port ?? 0), PETS_DB: db.dbPath, ...opts.env });
+  const { child, output, exited } = launched;
+  const kill = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return (await exited).code;
+  };
+  try {
+    const port = await listeningPort(launched);
+    const address = `127.0.0.1:${port}`;
+    await waitUntilServing(address, launched);
+    return {
+      child,
+      address,
+      port,
+      dbPath: db.dbPath,
+      kill,
+      output,
+      async stop() {
+        const forced = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+        await kill("SIGTERM");
+        clearTimeout(forced);
+        await db.remove();
+      },
+    };
+  } catch (err) {
+    await kill("SIGKILL");
+    await db.remove();
+    throw err;
+  }
+}
+
+/**
+ * Runs the pet service until it exits by itself (start-up failures): its exit code and output.
+ * PETS_DB defaults to a temporary file, so a run never touches the repository's data/.
+ */
+export async function runPetServiceToExit(env: Record<string, string>): Promise<Exit> {
+  const db = await testDbPath();
+  const { child, exited } = launch({ PETS_DB: db.dbPath, ...env });
+  const forced = setTimeout(() => child.kill("SIGKILL"), START_TIMEOUT_MS);
+  const result = await exited;
+  clearTimeout(forced);
+  await db.remove();
+  return result;
+}
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+interface Launched {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<Exit>;
+}
+
+function launch(env: Record<string, string>): Launched {
+  const child = spawn(process.execPath, ["--import", "tsx", "pet-service/main.ts"], {
+    cwd: REPO_ROOT,
+    // The listening line (info) is how the helper learns the port.
+    env: { ...process.env, PET_SERVICE_HOST: "127.0.0.1", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  let all = "";
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => ((stdout += chunk), (all += chunk)));
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => ((stderr += chunk), (all += chunk)));
+  const exited = new Promise<Exit>((resolve) =>
+    child.once("close", (code) => resolve({ code, stdout, stderr })),
+  );
+  return { child, output: () => all, exited };
+}
+
+/** The port from the "pet-service listening" log line (PET_SERVICE_PORT=0 picks a free one). */
+function listeningPort({ child, output, exited }: Launched): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`pet-service did not listen in time:\n${output()}`)), START_TIMEOUT_MS);
+    const onData = () => {
+      const line = output()
+        .split("\n")
+        .slice(0, -1) // complete lines only
+        .find((l) => l.includes('"pet-service listening"'));
+      if (!line) return;
+      clearTimeout(timer);
+      child.stdout!.off("data", onData);
+      resolve((JSON.parse(line) as { port: number }).port);
+    };
+    child.stdout!.on("data", onData);
+    void exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`pet-service exited with code ${code} before listening:\n${output()}`));
+    });
+  });
+}
+
+async function waitUntilServing(address: string, { child, output }: Launched): Promise<void> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (child.exitCode === null && Date.now() < deadline) {
+    if ((await checkHealth(address).catch(() => undefined)) === "SERVING") return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`pet-service at ${address} did not report SERVING:\n${output()}`);
+}
+
+/** A grpc.health.v1.Health client constructor (Check, Watch, List). */
+export const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
+
+/** grpc.health.v1.Health/Check: "SERVING", "NOT_SERVING", …; rejects with the gRPC error (NOT_FOUND for unknown services). */
+export async function checkHealth(address: string, service = "", opts: CallOpts = { timeoutMs: 2_000 }): Promise<string> {
+  const client = new HealthClient(address, grpc.credentials.createInsecure());
+  try {
+    return (await unary<{ status: string }>(client, "Check", { service }, opts)).status;
+  } finally {
+    client.close();
+  }
+}
+
+type ServiceClient = InstanceType<grpc.ServiceClientConstructor>;
+
+export interface CallOpts {
+  metadata?: grpc.Metadata;
+  timeoutMs?: number;
+}
+
+/** A PetService client from proto/load.ts with promise helpers; errors are grpc.ServiceError. */
+export type PetClient = ServiceClient & {
+  create(request: CreatePetRequest, opts?: CallOpts): Promise<Pet>;
+  list(request?: ListPetsRequest, opts?: CallOpts): Promise<Pet[]>;
+  get(id: string, opts?: CallOpts): Promise<Pet>;
+};
+
+export function petClient(address: string): PetClient {
+  const { PetService } = loadPetStorePackage();
+  const client = new PetService(address, grpc.credentials.createInsecure());
+  return Object.assign(client, {
+    create: async (request: CreatePetRequest, opts?: CallOpts) =>
+      (await unary<{ pet: Pet }>(client, "CreatePet", request, opts)).pet,
+    list: async (request: ListPetsRequest = {}, opts?: CallOpts) =>
+      (await unary<{ pets: Pet[] }>(client, "ListPets", request, opts)).pets,
+    get: async (id: string, opts?: CallOpts) => (await unary<{ pet: Pet }>(client, "GetPet", { id }, opts)).pet,
+  });
+}
+
+function unary<Res>(
+  client: ServiceClient,
+  method: string,
+  request: unknown,
+  { metadata = new grpc.Metadata(), timeoutMs = 5_000 }: CallOpts = {},
+): Promise<Res> {
+  return new Promise((resolve, reject) =>
+    client[method]!.call(
+      client,
+      request,
+      metadata,
+      { deadline: Date.now() + timeoutMs },
+      (err: grpc.ServiceError | null, res: Res) => (err ? reject(err) : resolve(res)),
+    ),
+  );
+}
+
+/** A second, independent connection to a pet-service database, for tests that reach around the API. */
+export async function sideConnection(dbPath: string): Promise<{ exec(sql: string): Promise<void>; close(): Promise<void> }> {
+  const db = await new Promise<sqlite3.Database>((resolve, reject) => {
+    const opened: sqlite3.Database = new sqlite3.Database(dbPath, (err) => (err ? reject(err) : resolve(opened)));
+  });
+  db.configure("busyTimeout", 5_000);
+  return {
+    exec: (sql) => new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve()))),
+    close: () => new Promise((resolve, reject) => db.close((err) => (err ? reject(err) : resolve()))),
+  };
+}

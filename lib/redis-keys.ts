@@ -3,7 +3,7 @@
  * subject carries the same hash tag `{subject}`, so the limiter's single Lua script touches one
  * slot and runs on Redis Cluster.
  */
-export type SubjectPart = "m" | "d" | "ban" | "strikes" | "revoked";
+export type SubjectPart = "m" | "d" | "ban" | "strikes" | "revoked" | "offences" | `w${number}`;
 
 export const subjectForKey = (keyId: string): string => `key:${keyId}`;
 export const subjectForAddress = (address: string): string => `ip:${address}`;

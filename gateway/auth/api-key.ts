@@ -35,3 +35,17 @@ export interface KeyVerifier {
 /** JWT issuer and audience of API keys; the gateway rejects any other. */
 export const KEY_ISSUER = "pet-store-keys";
 export const KEY_AUDIENCE = "pet-store-api";
+
+/** The only signature algorithm keys are signed with and the gateway accepts (pinned). */
+export const KEY_ALGORITHM = "ES256";
+
+/** Key ids (`sub`) and signing-key ids (`kid`): safe in file names, Redis keys and logs. */
+export const KEY_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The claims of an API key token (besides `iss`, `aud`, `iat` and the optional `exp`). */
+export interface KeyClaims {
+  sub: string;
+  plan: PlanName;
+  /** Enterprise keys only: requests per minute (`m`) and per day (`d`). */
+  lim?: { m: number; d: number };
+}

@@ -1,0 +1,17 @@
+import { z } from "zod";
+import { parseEnv } from "../lib/config.js";
+
+export const keysEnvSchema = z.object({
+  /** Signing pairs, public keys, the issued-keys registry and the revocation list. */
+  KEYS_DIR: z.string().default("keys"),
+  /** When set, `revoke` also sets the Redis revocation key every gateway replica checks. */
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\/\S+$/, "must be a redis:// or rediss:// URL")
+    .optional(),
+});
+
+export type KeysConfig = Readonly<z.infer<typeof keysEnvSchema>>;
+
+/** Throws ConfigError naming the variable. */
+export const loadKeysConfig = (env: NodeJS.ProcessEnv = process.env): KeysConfig => parseEnv(keysEnvSchema, env);

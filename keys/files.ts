@@ -1,0 +1,59 @@
+import { closeSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { KeysError } from "./errors.js";
+
+/**
+ * Writes a file so readers (gateways polling KEYS_DIR) see the old or the new content, never
+ * half of it: a temp file in the same directory, then rename.
+ */
+export function writeFileAtomic(file: string, data: string, mode = 0o644): void {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+  try {
+    writeFileSync(tmp, data, { mode });
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+const LOCK_WAIT_MS = 5_000;
+const LOCK_STALE_MS = 30_000;
+
+const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/**
+ * Runs `fn` holding KEYS_DIR/.lock, so concurrent keys commands do not lose each other's
+ * read-modify-write of revoked.json or race on the signing pair. A lock older than 30 s is
+ * taken to be left behind by a killed process.
+ */
+export function withLock<T>(keysDir: string, fn: () => T): T {
+  mkdirSync(keysDir, { recursive: true });
+  const lock = path.join(keysDir, ".lock");
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      closeSync(openSync(lock, "wx"));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      if (lockAge(lock) > LOCK_STALE_MS) rmSync(lock, { force: true });
+      else if (Date.now() > deadline) {
+        throw new KeysError(`${lock} is held by another keys command (remove it if no such command is running)`);
+      } else sleep(25);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
+function lockAge(lock: string): number {
+  try {
+    return Date.now() - statSync(lock).mtimeMs;
+  } catch {
+    return 0;
+  }
+}

@@ -1,0 +1,86 @@
+import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { PLAN_NAMES } from "../gateway/auth/api-key.js";
+import { readRevokedFile, revokedFilePath, type RevokedFile } from "../gateway/auth/revocation-list.js";
+import { KeysError } from "./errors.js";
+import { withLock, writeFileAtomic } from "./files.js";
+
+/**
+ * KEYS_DIR/issued.jsonl: one line per issued key (never the token itself), appended with a
+ * single write so concurrent `issue` commands do not interleave.
+ */
+const issuedKeySchema = z.object({
+  keyId: z.string(),
+  name: z.string(),
+  plan: z.enum(PLAN_NAMES),
+  perMinute: z.number().int().optional(),
+  perDay: z.number().int().optional(),
+  /** The signing pair that signed it. */
+  kid: z.string(),
+  /** Unix seconds. */
+  createdAt: z.number().int(),
+  /** Unix seconds; null when the key never expires. */
+  expiresAt: z.number().int().nullable(),
+});
+export type IssuedKey = z.infer<typeof issuedKeySchema>;
+
+export const issuedFilePath = (keysDir: string): string => path.join(keysDir, "issued.jsonl");
+
+export function appendIssued(keysDir: string, record: IssuedKey): void {
+  mkdirSync(keysDir, { recursive: true });
+  appendFileSync(issuedFilePath(keysDir), `${JSON.stringify(issuedKeySchema.parse(record))}\n`, { mode: 0o600 });
+}
+
+export function readIssued(keysDir: string): IssuedKey[] {
+  const file = issuedFilePath(keysDir);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw err;
+  }
+  return text
+    .split("\n")
+    .flatMap((line, i) => {
+      if (line.trim() === "") return [];
+      try {
+        return [issuedKeySchema.parse(JSON.parse(line))];
+      } catch {
+        throw new KeysError(`${file}:${i + 1}: not an issued-key record`);
+      }
+    });
+}
+
+export const findIssued = (keysDir: string, keyId: string): IssuedKey | undefined =>
+  readIssued(keysDir).find((k) => k.keyId === keyId);
+
+/** revoked.json as the gateways read it; a corrupt file is a KeysError naming it. */
+export function readRevoked(keysDir: string): RevokedFile {
+  try {
+    return readRevokedFile(keysDir);
+  } catch {
+    throw new KeysError(`${revokedFilePath(keysDir)} is not a valid revocation list; fix or remove it`);
+  }
+}
+
+/** Entries of keys that expired more than this long ago are dropped: the gateway refuses them anyway. */
+const PRUNE_AFTER_SECONDS = 86_400;
+
+/**
+ * Adds a key id to revoked.json (locked read-modify-write, atomic replace, expired entries
+ * pruned). Returns whether it was already there.
+ */
+export function addRevocation(keysDir: string, keyId: string, expiresAt: number | null, nowSeconds: number): boolean {
+  return withLock(keysDir, () => {
+    const current = readRevoked(keysDir).revoked;
+    const already = keyId in current;
+    const revoked = Object.fromEntries(
+      Object.entries(current).filter(([, e]) => e.expiresAt === null || e.expiresAt + PRUNE_AFTER_SECONDS > nowSeconds),
+    );
+    revoked[keyId] = current[keyId] ?? { revokedAt: nowSeconds, expiresAt };
+    writeFileAtomic(revokedFilePath(keysDir), `${JSON.stringify({ revoked } satisfies RevokedFile, null, 2)}\n`);
+    return already;
+  });
+}

@@ -1,0 +1,114 @@
+import jwt from "jsonwebtoken";
+import { Redis } from "ioredis";
+import { AuthError } from "../gateway/auth/api-key.js";
+import { verifyTokenSignature } from "../gateway/auth/jwt-verifier.js";
+import { loadPublicKeys } from "../gateway/auth/public-keys.js";
+import { revokedFilePath } from "../gateway/auth/revocation-list.js";
+import { redisKey, subjectForKey } from "../lib/redis-keys.js";
+import { KeysError } from "./errors.js";
+import { addRevocation, findIssued, readRevoked } from "./registry.js";
+
+export interface RevokeOptions {
+  /** When set, the Redis revocation key is set too (every gateway replica refuses the key at once). */
+  redisUrl?: string;
+  /** Milliseconds since the epoch; defaults to now. */
+  now?: number;
+}
+
+export interface RevokeResult {
+  keyId: string;
+  /** Unix seconds; null when the key never expires. */
+  expiresAt: number | null;
+  alreadyRevoked: boolean;
+  /** The Redis revocation key was set. */
+  redis: boolean;
+}
+
+/** Seconds past a key's expiry that its Redis revocation key outlives it. */
+const REDIS_TTL_MARGIN_SECONDS = 60;
+
+/**
+ * Revokes a key given as its token or its key id: records it in revoked.json (gateways
+ * polling KEYS_DIR refuse it within about a second) and, with `redisUrl`, sets the Redis
+ * revocation key. Throws KeysError for an unknown key or an unreachable Redis (the file
+ * is written first, so the revocation stands either way).
+ */
+export async function revokeKey(keysDir: string, keyOrId: string, opts: RevokeOptions = {}): Promise<RevokeResult> {
+  const nowSeconds = Math.floor((opts.now ?? Date.now()) / 1000);
+  const { keyId, expiresAt } = resolveKey(keysDir, keyOrId.trim(), nowSeconds);
+  const alreadyRevoked = addRevocation(keysDir, keyId, expiresAt, nowSeconds);
+  if (opts.redisUrl) {
+    const ttl = expiresAt === null ? null : Math.max(expiresAt - nowSeconds, 0) + REDIS_TTL_MARGIN_SECONDS;
+    await setRedisRevocation(opts.redisUrl, keyId, ttl).catch((err: Error) => {
+      throw new KeysError(
+        `${keyId} is revoked in ${revokedFilePath(keysDir)}, but Redis at ${redactUrl(opts.redisUrl!)} could not be updated ` +
+          `(${err.message}); run revoke again once Redis is reachable`,
+      );
+    });
+  }
+  return { keyId, expiresAt, alreadyRevoked, redis: Boolean(opts.redisUrl) };
+}
+
+/**
+ * The key id and expiry of a token or key id. A token must verify with the public keys here;
+ * one whose signing pair is not here (retired) is accepted only if issued.jsonl knows its id.
+ */
+export function resolveKey(keysDir: string, keyOrId: string, nowSeconds: number): { keyId: string; expiresAt: number | null } {
+  if (!keyOrId.includes(".")) {
+    const record = findIssued(keysDir, keyOrId);
+    if (record) return { keyId: record.keyId, expiresAt: record.expiresAt };
+    const revoked = readRevoked(keysDir).revoked[keyOrId];
+    if (revoked) return { keyId: keyOrId, expiresAt: revoked.expiresAt };
+    throw new KeysError(`unknown key id ${JSON.stringify(keyOrId)}: not in the issued keys of ${keysDir}`);
+  }
+  const keys = loadPublicKeys(keysDir);
+  try {
+    const { apiKey } = verifyTokenSignature(keyOrId, keys, nowSeconds);
+    return { keyId: apiKey.keyId, expiresAt: apiKey.expiresAt ?? null };
+  } catch (err) {
+    if (!(err instanceof AuthError)) throw err;
+  }
+  const decoded = jwt.decode(keyOrId, { complete: true });
+  const kid = decoded?.header.kid;
+  const sub = typeof decoded?.payload === "object" ? decoded.payload.sub : undefined;
+  const record = sub && kid && !keys.has(kid) ? findIssued(keysDir, sub) : undefined;
+  if (!record) throw new KeysError(`not a valid key issued with the signing keys in ${keysDir}`);
+  return { keyId: record.keyId, expiresAt: record.expiresAt };
+}
+
+/** SET rl:{key:<id>}:revoked 1 [EX ttl], with short timeouts and no retries. */
+export async function setRedisRevocation(redisUrl: string, keyId: string, ttlSeconds: number | null): Promise<void> {
+  const client = new Redis(redisUrl, {
+    lazyConnect: true,
+    connectTimeout: 2_000,
+    commandTimeout: 2_000,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    disconnectTimeout: 100,
+    retryStrategy: () => null,
+  });
+  // The socket's error says more than the "Connection is closed." that connect() rejects with.
+  let socketError: Error | undefined;
+  client.on("error", (err: Error) => (socketError ??= err));
+  try {
+    await client.connect();
+    const key = redisKey(subjectForKey(keyId), "revoked");
+    if (ttlSeconds === null) await client.set(key, "1");
+    else await client.set(key, "1", "EX", ttlSeconds);
+  } catch (err) {
+    throw socketError ?? err;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** The URL without its password, for messages. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparseable URL)";
+  }
+}

@@ -1,0 +1,290 @@
+import { generateKeyPairSync, type KeyObject } from "node:crypto";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import fc from "fast-check";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { AuthError, KEY_AUDIENCE, KEY_ISSUER, type AuthFailure } from "../../../../gateway/auth/api-key.js";
+import { createKeyVerifier, MAX_TOKEN_LENGTH, type CachingKeyVerifier } from "../../../../gateway/auth/jwt-verifier.js";
+import { publicKeyPath } from "../../../../gateway/auth/public-keys.js";
+import { watchRevocations, type RevocationList } from "../../../../gateway/auth/revocation-list.js";
+import { issueKey, type IssueOptions } from "../../../../keys/issue.js";
+import { ensureKeyPair, loadSigningKey, retireKeyPair, rotateKeyPair } from "../../../../keys/key-pairs.js";
+import { addRevocation } from "../../../../keys/registry.js";
+import { craftToken, tokenPayload, useTempKeysDir } from "../../../helpers/keys.js";
+
+const keysDir = useTempKeysDir();
+const T0 = Date.UTC(2030, 0, 1);
+let now: number;
+let revoked: Set<string>;
+let verifier: CachingKeyVerifier;
+let signer: { kid: string; privateKey: KeyObject };
+
+/** An in-memory revocation list (the file-backed one has its own tests below). */
+const setRevocations = (): RevocationList => ({ isRevoked: (id) => revoked.has(id), close: () => {} });
+
+function makeVerifier(extra: { cacheSize?: number; reloadMs?: number; revocations?: RevocationList } = {}) {
+  verifier?.close();
+  verifier = createKeyVerifier({ keysDir: keysDir(), clock: () => now, revocations: setRevocations(), ...extra });
+  return verifier;
+}
+
+const issue = (opts: Partial<IssueOptions> = {}) => issueKey(keysDir(), { plan: "pro", now, ...opts });
+
+/** Claims a genuine key would carry; tests change one thing at a time. */
+const goodClaims = (): Record<string, unknown> => ({
+  sub: "key_0123456789abcdef",
+  plan: "pro",
+  iat: Math.floor(now / 1000),
+  iss: KEY_ISSUER,
+  aud: KEY_AUDIENCE,
+});
+const signed = (payload: unknown, header: Record<string, unknown> = {}) =>
+  craftToken({ alg: "ES256", typ: "JWT", kid: signer.kid, ...header }, payload, { es256: signer.privateKey });
+
+function expectRefused(token: string, reason: AuthFailure) {
+  let error: unknown;
+  try {
+    verifier.verify(token);
+  } catch (err) {
+    error = err;
+  }
+  expect(error).toBeInstanceOf(AuthError);
+  expect((error as AuthError).reason).toBe(reason);
+}
+
+beforeEach(() => {
+  now = T0;
+  revoked = new Set();
+  ensureKeyPair(keysDir());
+  signer = loadSigningKey(keysDir());
+  makeVerifier();
+});
+afterEach(() => verifier.close());
+
+describe("genuine keys", () => {
+  it("verify with plan, key id and expiry", () => {
+    const token = issue({ plan: "business", expiresInSeconds: 3600 });
+    expect(verifier.verify(token)).toEqual({
+      keyId: tokenPayload(token).sub,
+      plan: "business",
+      expiresAt: Math.floor(T0 / 1000) + 3600,
+    });
+  });
+
+  it("carry enterprise limits", () => {
+    const token = issue({ plan: "enterprise", perMinute: 5000, perDay: 2_000_000 });
+    expect(verifier.verify(token)).toMatchObject({ plan: "enterprise", perMinute: 5000, perDay: 2_000_000 });
+  });
+
+  it("hand-crafted with our key and good claims verifies (the forgeries below differ only as stated)", () => {
+    expect(verifier.verify(signed(goodClaims()))).toEqual({ keyId: "key_0123456789abcdef", plan: "pro" });
+  });
+
+  it("without expiry verify at any time", () => {
+    const token = issue();
+    now += 10 * 365 * 86_400_000;
+    expect(verifier.verify(token).expiresAt).toBeUndefined();
+  });
+});
+
+describe("forged and bad keys are refused with AuthError", () => {
+  it("alg none", () => {
+    const header = { alg: "none", typ: "JWT", kid: signer.kid };
+    expectRefused(craftToken(header, goodClaims(), "none"), "invalid");
+    // Also with a (meaningless) signature part left in place.
+    const withSig = `${craftToken(header, goodClaims(), "none")}${issue().split(".")[2]}`;
+    expectRefused(withSig, "invalid");
+  });
+
+  it("HS256 signed with the PEM public key as the secret", () => {
+    const pem = readFileSync(publicKeyPath(keysDir(), signer.kid));
+    const header = { alg: "HS256", typ: "JWT", kid: signer.kid };
+    expectRefused(craftToken(header, goodClaims(), { hs256: pem }), "invalid");
+    expectRefused(craftToken(header, goodClaims(), { hs256: pem.toString().trim() }), "invalid");
+  });
+
+  it("signed by a foreign ES256 key under a known kid", () => {
+    const foreign = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey;
+    const token = craftToken({ alg: "ES256", kid: signer.kid }, goodClaims(), { es256: foreign });
+    expectRefused(token, "invalid");
+  });
+
+  it("RS256 (an algorithm we never accept), even with a known kid", () => {
+    const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey;
+    expectRefused(craftToken({ alg: "RS256", kid: signer.kid }, goodClaims(), { rs256: rsa }), "invalid");
+  });
+
+  it("payload swapped, signature kept", () => {
+    const token = issue({ plan: "free" });
+    const [header, , signature] = token.split(".");
+    const upgraded = { ...tokenPayload(token), plan: "enterprise", lim: { m: 1e6, d: 1e9 } };
+    expectRefused(`${header}.${Buffer.from(JSON.stringify(upgraded)).toString("base64url")}.${signature}`, "invalid");
+  });
+
+  it("signature of another genuine key", () => {
+    const [h1, p1] = issue({ plan: "free" }).split(".");
+    const [, , s2] = issue({ plan: "enterprise", perMinute: 1, perDay: 1 }).split(".");
+    expectRefused(`${h1}.${p1}.${s2}`, "invalid");
+  });
+
+  it("unknown kid, even when signed by our own private key", () => {
+    expectRefused(signed(goodClaims(), { kid: "no-such-kid" }), "invalid");
+    expectRefused(signed(goodClaims(), { kid: undefined }), "invalid");
+    expectRefused(signed(goodClaims(), { kid: "../public/x" }), "invalid");
+  });
+
+  it("expired, by moving the clock", () => {
+    const token = issue({ expiresInSeconds: 60 });
+    now += 59_000;
+    expect(verifier.verify(token).plan).toBe("pro");
+    now += 1_000;
+    expectRefused(token, "expired");
+  });
+
+  it("revoked", () => {
+    const token = issue();
+    revoked.add(String(tokenPayload(token).sub));
+    expectRefused(token, "revoked");
+  });
+
+  it.each([
+    ["wrong iss", { iss: "someone-else" }],
+    ["no iss", { iss: undefined }],
+    ["wrong aud", { aud: "another-api" }],
+    ["no aud", { aud: undefined }],
+    ["missing sub", { sub: undefined }],
+    ["sub unsafe for Redis keys", { sub: "key_{x}" }],
+    ["missing plan", { plan: undefined }],
+    ["unknown plan", { plan: "platinum" }],
+    ["enterprise without lim", { plan: "enterprise" }],
+    ["enterprise with half a lim", { plan: "enterprise", lim: { m: 10 } }],
+    ["enterprise with zero limits", { plan: "enterprise", lim: { m: 0, d: 0 } }],
+    ["lim on a non-enterprise plan", { plan: "free", lim: { m: 1e6, d: 1e9 } }],
+    ["non-numeric exp", { exp: "never" }],
+    ["not yet valid (nbf)", { nbf: Math.floor(T0 / 1000) + 3600 }],
+  ])("properly signed but %s", (_, change) => {
+    expectRefused(signed({ ...goodClaims(), ...change }), "invalid");
+  });
+
+  it("a signed payload that is not an object", () => {
+    expectRefused(signed("just a string"), "invalid");
+  });
+
+  it.each([
+    ["empty", ""],
+    ["one part", "abc"],
+    ["two parts", "abc.def"],
+    ["not base64 JSON", "a.b.c"],
+    ["too long", `${"a".repeat(MAX_TOKEN_LENGTH)}.b.c`],
+  ])("malformed: %s", (_, token) => {
+    expect(() => verifier.verify(token)).toThrowError(AuthError);
+  });
+
+  it("never throws anything but AuthError, whatever the input", () => {
+    const good = issue().split(".");
+    const part = fc.oneof(fc.string(), fc.base64String(), fc.constantFrom(...good));
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: 5000 }), fc.tuple(part, part, part).map((p) => p.join("."))), (token) => {
+        try {
+          verifier.verify(token);
+          return good.join(".") === token;
+        } catch (err) {
+          return err instanceof AuthError;
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe("cache", () => {
+  it("a second verify is a cache hit (same object, no new verification)", () => {
+    const token = issue();
+    const first = verifier.verify(token);
+    expect(verifier.verify(token)).toBe(first);
+    expect(verifier.cached()).toBe(1);
+  });
+
+  it("a cache hit still honours expiry", () => {
+    const token = issue({ expiresInSeconds: 2 });
+    verifier.verify(token);
+    expect(verifier.cached()).toBe(1);
+    now += 2_000;
+    expectRefused(token, "expired");
+    expect(verifier.cached()).toBe(0);
+  });
+
+  it("a cache hit still honours revocation", () => {
+    const token = issue();
+    verifier.verify(token);
+    revoked.add(String(tokenPayload(token).sub));
+    expectRefused(token, "revoked");
+  });
+
+  it("stays bounded, evicting the least recently used", () => {
+    makeVerifier({ cacheSize: 3 });
+    const tokens = Array.from({ length: 5 }, () => issue());
+    const [a] = tokens;
+    const firstA = verifier.verify(a!);
+    for (const t of tokens.slice(1)) {
+      verifier.verify(t);
+      verifier.verify(a!); // keeps `a` the most recently used
+    }
+    expect(verifier.cached()).toBe(3);
+    expect(verifier.verify(a!)).toBe(firstA);
+  });
+
+  it("does not cache refused tokens", () => {
+    expectRefused(signed({ ...goodClaims(), iss: "x" }), "invalid");
+    expect(verifier.cached()).toBe(0);
+  });
+});
+
+describe("rotation and retirement reach a running verifier", () => {
+  it("keys of both pairs verify after a rotation; retiring the old pair refuses its keys, cached or not", async () => {
+    makeVerifier({ reloadMs: 20 });
+    const oldKey = issue();
+    verifier.verify(oldKey);
+    rotateKeyPair(keysDir());
+    const newKey = issue();
+    await vi.waitFor(() => expect(verifier.verify(newKey).plan).toBe("pro"), { timeout: 2000, interval: 10 });
+    expect(verifier.verify(oldKey).plan).toBe("pro");
+
+    retireKeyPair(keysDir(), signer.kid);
+    await vi.waitFor(() => expectRefused(oldKey, "invalid"), { timeout: 2000, interval: 10 });
+    expect(verifier.verify(newKey).plan).toBe("pro");
+  });
+
+  it("a public key file removed by hand stops its keys", async () => {
+    makeVerifier({ reloadMs: 20 });
+    const token = issue();
+    verifier.verify(token);
+    rmSync(publicKeyPath(keysDir(), signer.kid));
+    await vi.waitFor(() => expectRefused(token, "invalid"), { timeout: 2000, interval: 10 });
+  });
+
+  it("a foreign public key dropped in under our kid verifies nothing of ours, cached or not", async () => {
+    makeVerifier({ reloadMs: 20 });
+    const token = issue();
+    verifier.verify(token);
+    const foreign = generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey;
+    writeFileSync(publicKeyPath(keysDir(), signer.kid), foreign.export({ format: "pem", type: "spki" }));
+    await vi.waitFor(() => expectRefused(token, "invalid"), { timeout: 2000, interval: 10 });
+  });
+});
+
+describe("with the file-backed revocation list", () => {
+  it("a key revoked in revoked.json is refused within the poll interval, cached or not", async () => {
+    const revocations = watchRevocations({ keysDir: keysDir(), pollMs: 50 });
+    try {
+      makeVerifier({ revocations });
+      const token = issue();
+      verifier.verify(token);
+      addRevocation(keysDir(), String(tokenPayload(token).sub), null, Math.floor(now / 1000));
+      const start = Date.now();
+      await vi.waitFor(() => expectRefused(token, "revoked"), { timeout: 2000, interval: 5 });
+      expect(Date.now() - start).toBeLessThan(500);
+    } finally {
+      revocations.close();
+    }
+  });
+});

@@ -1,8 +1,10 @@
 import type { ErrorRequestHandler, Response } from "express";
 import type { Logger } from "../lib/logger.js";
-import { ApiError, type ErrorCode } from "./errors.js";
+import { fieldViolationsOf } from "../lib/grpc-status-details.js";
+import { ApiError, invalidRequest, type ErrorCode } from "./errors.js";
 import { GRPC_FALLBACK, GRPC_TO_HTTP } from "./grpc-status.js";
 import { isGrpcError } from "./pet-client.js";
+import { renameFields, toHttpViolation } from "./pet-mapping.js";
 
 /** Writes an Error body. Every error response of the gateway goes through here. */
 export function sendError(res: Response, err: ApiError): void {
@@ -20,7 +22,9 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (isGrpcError(err)) {
     const mapped = GRPC_TO_HTTP[err.code] ?? GRPC_FALLBACK;
-    return new ApiError(mapped.code, mapped.passMessage ? err.details : undefined);
+    if (!mapped.passMessage) return new ApiError(mapped.code);
+    const violations = fieldViolationsOf(err).map(toHttpViolation);
+    return violations.length ? invalidRequest(violations) : new ApiError(mapped.code, renameFields(err.details));
   }
   const status = (err as { status?: unknown } | null)?.status;
   if (typeof status === "number" && status >= 400 && status < 500) {

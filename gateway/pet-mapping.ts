@@ -16,6 +16,20 @@ export const STATUS_TO_PROTO: ReadonlyMap<string, PetStatusName> = new Map([
 const PROTO_TO_STATUS: ReadonlyMap<string, string> = new Map([...STATUS_TO_PROTO].map(([json, proto]) => [proto, json]));
 export const STATUS_VALUES = [...STATUS_TO_PROTO.keys()];
 
+/** Proto field names in the pet service's violations → the names an HTTP client sent. */
+const HTTP_FIELD_NAMES: ReadonlyMap<string, string> = new Map([
+  ["category_id", "categoryId"],
+  ["id", "petId"],
+]);
+const PROTO_FIELD = new RegExp(`\\b(${[...HTTP_FIELD_NAMES.keys()].join("|")})\\b`, "g");
+
+/** Rewrites proto field names in a pet-service message into the public API's names. */
+export const renameFields = (text: string): string => text.replace(PROTO_FIELD, (name) => HTTP_FIELD_NAMES.get(name) ?? name);
+
+export function toHttpViolation(v: { field: string; description: string }): FieldViolation {
+  return { field: HTTP_FIELD_NAMES.get(v.field) ?? v.field, message: renameFields(v.description) };
+}
+
 const NEW_PET_FIELDS = new Set(["name", "categoryId", "status"]);
 const DIGITS = /^-?[0-9]+$/;
 

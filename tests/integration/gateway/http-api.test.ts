@@ -85,13 +85,16 @@ describe("POST /v1/pets", () => {
     expect(body.details?.map((d) => d.field).sort()).toEqual(["categoryId", "id", "name", "status"]);
   });
 
-  it("passes the pet service's business rules through as 400 naming the field", async () => {
+  it("passes the pet service's business rules through as 400 with details in the API's field names", async () => {
     const empty = await expectError(await post(JSON.stringify({ name: "   ", categoryId: 1 })), 400, "invalid_request");
-    expect(empty.message).toMatch(/name/);
+    expect(empty.details).toEqual([{ field: "name", message: expect.stringMatching(/name/) }]);
     const negative = await expectError(await post(JSON.stringify({ name: "A", categoryId: -1 })), 400, "invalid_request");
-    expect(negative.message).toMatch(/categor/i);
-    const missing = await expectError(await post(JSON.stringify({ categoryId: 1 })), 400, "invalid_request");
-    expect(missing.message).toMatch(/name/);
+    expect(negative.details).toEqual([{ field: "categoryId", message: expect.stringMatching(/^categoryId must be a positive integer/) }]);
+    expect(negative.message).not.toMatch(/category_id/);
+    const missing = await expectError(await post(JSON.stringify({})), 400, "invalid_request");
+    expect(missing.details?.map((d) => d.field).sort()).toEqual(["categoryId", "name"]);
+    const long = await expectError(await post(JSON.stringify({ name: "x".repeat(101), categoryId: 1 })), 400, "invalid_request");
+    expect(long.details?.[0]?.field).toBe("name");
   });
 
   it("answers malformed JSON, non-object bodies and a missing body with 400", async () => {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseEnv, port } from "../lib/config.js";
+import { parseRedisUrl } from "./limiter/redis-client.js";
 
 const positiveInt = (fallback: number, what: string) =>
   z.coerce.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`).default(fallback);
@@ -18,7 +19,16 @@ export const GATEWAY_ENV = z.object({
     .regex(/^[^\s:]+:[0-9]{1,5}$|^unix:.+$/, "must be host:port")
     .default("127.0.0.1:50051"),
   PET_SERVICE_TIMEOUT_MS: positiveInt(2000, "a positive number of milliseconds"),
-  REDIS_URL: z.string().url("must be a redis:// or rediss:// URL").optional(),
+  REDIS_URL: z
+    .string()
+    .superRefine((url, ctx) => {
+      try {
+        parseRedisUrl(url);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", message: (err as Error).message });
+      }
+    })
+    .optional(),
   KEYS_DIR: z.string().default("keys"),
   BAN_AFTER: positiveInt(20, "a positive integer"),
   BAN_SECONDS: positiveInt(900, "a positive number of seconds"),

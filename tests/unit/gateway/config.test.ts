@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { loadGatewayConfig } from "../../../gateway/config.js";
+
+describe("gateway configuration", () => {
+  it("has the documented defaults", () => {
+    expect(loadGatewayConfig({})).toMatchObject({
+      GATEWAY_PORT: 8080,
+      PET_SERVICE_ADDR: "127.0.0.1:50051",
+      KEYS_DIR: "keys",
+      BAN_AFTER: 20,
+      BAN_SECONDS: 900,
+      TRUST_PROXY: false,
+    });
+    expect(loadGatewayConfig({}).REDIS_URL).toBeUndefined();
+  });
+
+  it.each(["redis://127.0.0.1:6379", "rediss://user:pw@cache:6380/2", "redis+cluster://h1:7000,h2:7001", "redis+sentinel://s1:26379,s2:26379/mymaster"])(
+    "accepts REDIS_URL=%s",
+    (url) => {
+      expect(loadGatewayConfig({ REDIS_URL: url }).REDIS_URL).toBe(url);
+    },
+  );
+
+  it.each([
+    ["GATEWAY_PORT", "http"],
+    ["GATEWAY_PORT", "99999"],
+    ["REDIS_URL", "localhost:6379"],
+    ["REDIS_URL", "redis+sentinel://s1:26379"],
+    ["BAN_AFTER", "0"],
+    ["BAN_SECONDS", "-5"],
+    ["PET_SERVICE_ADDR", "no-port"],
+    ["PET_SERVICE_TIMEOUT_MS", "soon"],
+  ])("refuses %s=%s with one line naming the variable", (name, value) => {
+    expect(() => loadGatewayConfig({ [name]: value })).toThrowError(new RegExp(`^invalid configuration: ${name} `));
+  });
+
+  it("reads TRUST_PROXY as a boolean, a hop count or an address list", () => {
+    expect(loadGatewayConfig({ TRUST_PROXY: "true" }).TRUST_PROXY).toBe(true);
+    expect(loadGatewayConfig({ TRUST_PROXY: "2" }).TRUST_PROXY).toBe(2);
+    expect(loadGatewayConfig({ TRUST_PROXY: "loopback, 10.0.0.0/8" }).TRUST_PROXY).toBe("loopback, 10.0.0.0/8");
+  });
+});

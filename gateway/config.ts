@@ -11,6 +11,15 @@ const trustProxy = z
   .default("false")
   .transform((v) => (v === "true" ? true : v === "false" ? false : /^[0-9]+$/.test(v) ? Number(v) : v));
 
+/** REDIS_URL in every form the limiter's client supports (single, cluster, sentinel). */
+export const redisUrl = z.string().superRefine((url, ctx) => {
+  try {
+    parseRedisUrl(url);
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: (err as Error).message });
+  }
+});
+
 export const GATEWAY_ENV = z.object({
   GATEWAY_HOST: z.string().default("0.0.0.0"),
   GATEWAY_PORT: port(8080),
@@ -19,16 +28,7 @@ export const GATEWAY_ENV = z.object({
     .regex(/^[^\s:]+:[0-9]{1,5}$|^unix:.+$/, "must be host:port")
     .default("127.0.0.1:50051"),
   PET_SERVICE_TIMEOUT_MS: positiveInt(2000, "a positive number of milliseconds"),
-  REDIS_URL: z
-    .string()
-    .superRefine((url, ctx) => {
-      try {
-        parseRedisUrl(url);
-      } catch (err) {
-        ctx.addIssue({ code: "custom", message: (err as Error).message });
-      }
-    })
-    .optional(),
+  REDIS_URL: redisUrl.optional(),
   KEYS_DIR: z.string().default("keys"),
   BAN_AFTER: positiveInt(20, "a positive integer"),
   BAN_SECONDS: positiveInt(900, "a positive number of seconds"),

@@ -36,6 +36,8 @@ await runMain(async () => {
     async () => (limiter.mode === "redis" && limiter.usingFallback() ? "redis unavailable (limiting from memory)" : undefined),
   ];
 
+  if (!(await limiter.ready(2000))) logger.warn("redis not reachable at start; limiting from memory until it is");
+
   const app = createApp({
     pets,
     verifier,

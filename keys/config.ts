@@ -1,14 +1,12 @@
 import { z } from "zod";
+import { redisUrl } from "../gateway/config.js";
 import { parseEnv } from "../lib/config.js";
 
 export const keysEnvSchema = z.object({
   /** Signing pairs, public keys, the issued-keys registry and the revocation list. */
   KEYS_DIR: z.string().default("keys"),
   /** When set, `revoke` also sets the Redis revocation key every gateway replica checks. */
-  REDIS_URL: z
-    .string()
-    .regex(/^rediss?:\/\/\S+$/, "must be a redis:// or rediss:// URL")
-    .optional(),
+  REDIS_URL: redisUrl.optional(),
 });
 
 export type KeysConfig = Readonly<z.infer<typeof keysEnvSchema>>;

@@ -1,5 +1,5 @@
 import jwt from "jsonwebtoken";
-import { Redis } from "ioredis";
+import { createRedisClient, whenReady } from "../gateway/limiter/redis-client.js";
 import { AuthError } from "../gateway/auth/api-key.js";
 import { verifyTokenSignature } from "../gateway/auth/jwt-verifier.js";
 import { loadPublicKeys } from "../gateway/auth/public-keys.js";
@@ -76,27 +76,20 @@ export function resolveKey(keysDir: string, keyOrId: string, nowSeconds: number)
   return { keyId: record.keyId, expiresAt: record.expiresAt };
 }
 
-/** SET rl:{key:<id>}:revoked 1 [EX ttl], with short timeouts and no retries. */
+/** SET rl:{key:<id>}:revoked 1 [EX ttl] on any REDIS_URL form the gateway accepts, with short timeouts. */
 export async function setRedisRevocation(redisUrl: string, keyId: string, ttlSeconds: number | null): Promise<void> {
-  const client = new Redis(redisUrl, {
-    lazyConnect: true,
-    connectTimeout: 2_000,
-    commandTimeout: 2_000,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-    disconnectTimeout: 100,
-    retryStrategy: () => null,
-  });
-  // The socket's error says more than the "Connection is closed." that connect() rejects with.
+  // The socket's error says more than a bare timeout.
   let socketError: Error | undefined;
-  client.on("error", (err: Error) => (socketError ??= err));
+  const client = createRedisClient(redisUrl, {
+    commandTimeoutMs: 2_000,
+    connectTimeoutMs: 2_000,
+    onError: (err) => (socketError ??= err),
+  });
   try {
-    await client.connect();
+    if (!(await whenReady(client, 3_000))) throw socketError ?? new Error("not ready within 3 s");
     const key = redisKey(subjectForKey(keyId), "revoked");
     if (ttlSeconds === null) await client.set(key, "1");
     else await client.set(key, "1", "EX", ttlSeconds);
-  } catch (err) {
-    throw socketError ?? err;
   } finally {
     client.disconnect();
   }

@@ -15,6 +15,14 @@ export interface WindowResult extends WindowLimit {
   remaining: number;
   /** Unix seconds at which this window has its full quota back (when no further requests arrive). */
   resetAt: number;
+  /**
+   * Unix milliseconds at which `remaining` next grows (the oldest counted bucket leaves the window;
+   * for an exhausted window: the first moment it admits again). For an empty window: now + window.
+   * The IETF `RateLimit` field's `t` is derived from it.
+   */
+  releaseAtMs: number;
+  /** True when this window refused the request (outcome "limited"). */
+  refused: boolean;
 }
 
 export type Outcome = "admitted" | "limited" | "banned" | "revoked";

@@ -8,9 +8,10 @@ import { createApp, type AppDeps } from "../../gateway/app.js";
 import { createKeyVerifier } from "../../gateway/auth/jwt-verifier.js";
 import { watchRevocations } from "../../gateway/auth/revocation-list.js";
 import { createMemoryStore } from "../../gateway/limiter/memory-store.js";
+import type { Limiter } from "../../gateway/limiter/create-limiter.js";
 import type { Clock, LimiterStore } from "../../gateway/limiter/limiter.js";
 import { ANONYMOUS_WINDOWS } from "../../gateway/limiter/plans.js";
-import { createGatewayMetrics } from "../../gateway/metrics.js";
+import { createGatewayMetrics, type GatewayMetrics } from "../../gateway/metrics.js";
 import { createPetClient } from "../../gateway/pet-client.js";
 import { notReadyReasons, petServiceHealth } from "../../gateway/readiness.js";
 import { ensureKeyPair, issueKey, type IssueOptions } from "../../keys/index.js";
@@ -60,7 +61,8 @@ export interface GatewayOptions {
   petServiceAddr: string;
   keysDir: string;
   clock?: Clock;
-  limiter?: LimiterStore;
+  /** A store, or a factory given the app's metrics (so Redis faults are counted where /metrics shows them). */
+  limiter?: LimiterStore | ((metrics: GatewayMetrics) => LimiterStore);
   timeoutMs?: number;
   overrides?: Partial<AppDeps>;
 }
@@ -71,10 +73,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const logger = createLogger("gateway-test", "silent");
   const revocations = watchRevocations({ keysDir: opts.keysDir, pollMs: 100 });
   const verifier = createKeyVerifier({ keysDir: opts.keysDir, clock, revocations });
-  const limiter = opts.limiter ?? createMemoryStore({ ban: { after: 20, seconds: 900 }, clock });
   const metrics = createGatewayMetrics();
+  const limiter =
+    typeof opts.limiter === "function"
+      ? opts.limiter(metrics)
+      : (opts.limiter ?? createMemoryStore({ ban: { after: 20, seconds: 900 }, clock }));
   const pets = createPetClient({ address: opts.petServiceAddr, timeoutMs: opts.timeoutMs ?? 2000, latency: metrics.grpcDuration });
   const petHealth = petServiceHealth(opts.petServiceAddr);
+  if ("ready" in limiter && typeof limiter.ready === "function") await (limiter as Limiter).ready(2000);
   const app = createApp({
     pets,
     verifier,
@@ -102,7 +108,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       petHealth.close();
       verifier.close();
       revocations.close();
-      if (!opts.limiter) await limiter.close();
+      if (typeof opts.limiter !== "object") await limiter.close();
     },
   };
 }

@@ -1,0 +1,128 @@
+/**
+ * The limiter in process memory: one gateway without REDIS_URL, and the fallback while Redis is
+ * unreachable. Same algorithm and decisions as the Redis store (sliding-window.ts). Memory is
+ * bounded: at most 61 buckets per window per subject, idle subjects are dropped once everything
+ * they hold has expired, and at most `maxSubjects` subjects are kept (least recently used first out).
+ */
+import type { BanPolicy, Clock, Decision, LimiterStore, Outcome, WindowLimit } from "./limiter.js";
+import {
+  assembleDecision,
+  recordStrike,
+  validateBanPolicy,
+  validateWindows,
+  WindowCounter,
+  type BanState,
+} from "./sliding-window.js";
+
+export interface MemoryStoreOptions {
+  ban: BanPolicy;
+  clock: Clock;
+  /** LRU bound on tracked subjects (default 100,000). */
+  maxSubjects?: number;
+}
+
+export interface MemoryStore extends LimiterStore {
+  /** Revokes a subject in this process (the Redis store reads the keys CLI's `revoked` key instead). */
+  revoke(subject: string): void;
+  /** Tracked subjects and buckets, for bounded-memory checks and metrics. */
+  size(): { subjects: number; buckets: number };
+  /** Buckets held for one subject (all windows). */
+  bucketCount(subject: string): number;
+}
+
+interface SubjectState extends BanState {
+  windows: Map<number, WindowCounter>;
+}
+
+/** Expired subjects examined (at the LRU end) per request; keeps eviction amortised O(1). */
+const SWEEP_PER_HIT = 2;
+
+export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
+  const { ban, clock } = opts;
+  validateBanPolicy(ban);
+  const maxSubjects = opts.maxSubjects ?? 100_000;
+  // Map iteration order is insertion order: re-inserting on every hit makes it an LRU list.
+  const subjects = new Map<string, SubjectState>();
+  const revoked = new Set<string>();
+
+  const expiresAt = (s: SubjectState, nowMs: number): number =>
+    Math.max(
+      s.banUntilMs,
+      s.strikes?.untilMs ?? 0,
+      s.offences?.untilMs ?? 0,
+      ...[...s.windows.values()].map((w) => w.expiresAt(nowMs)),
+    );
+
+  function sweep(nowMs: number): void {
+    let examined = 0;
+    for (const [subject, state] of subjects) {
+      if (subjects.size > maxSubjects || (examined++ < SWEEP_PER_HIT && expiresAt(state, nowMs) <= nowMs)) {
+        subjects.delete(subject);
+      } else break;
+    }
+  }
+
+  function stateOf(subject: string): SubjectState {
+    const state = subjects.get(subject) ?? { windows: new Map(), banUntilMs: 0 };
+    subjects.delete(subject);
+    subjects.set(subject, state);
+    return state;
+  }
+
+  function decide(subject: string, limits: readonly WindowLimit[], nowMs: number): Decision {
+    const state = stateOf(subject);
+    const counters = limits.map(({ windowSeconds }) => {
+      let counter = state.windows.get(windowSeconds);
+      if (!counter) state.windows.set(windowSeconds, (counter = WindowCounter.forWindow(windowSeconds)));
+      counter.expire(nowMs);
+      return counter;
+    });
+    const answer = (outcome: Outcome, banUntilMs = 0, refused: readonly boolean[] = []): Decision =>
+      assembleDecision(
+        outcome,
+        nowMs,
+        banUntilMs,
+        limits,
+        counters.map((c, i) => c.report(limits[i]!.limit, nowMs, refused[i] ?? false)),
+      );
+
+    if (revoked.has(subject)) return answer("revoked");
+    if (state.banUntilMs > nowMs) return answer("banned", state.banUntilMs);
+    const refused = counters.map((c, i) => c.total + 1 > limits[i]!.limit);
+    if (!refused.includes(true)) {
+      for (const c of counters) c.add(nowMs);
+      return answer("admitted");
+    }
+    const retryAtMs = Math.max(
+      ...counters.map((c, i) => (refused[i] ? c.whenAtMost(limits[i]!.limit - 1, nowMs) : nowMs)),
+    );
+    const banUntilMs = recordStrike(state, ban, nowMs, retryAtMs);
+    return banUntilMs === undefined ? answer("limited", 0, refused) : answer("banned", banUntilMs, refused);
+  }
+
+  return {
+    async hit(subject, limits) {
+      validateWindows(limits);
+      const nowMs = clock();
+      const decision = decide(subject, limits, nowMs);
+      sweep(nowMs);
+      return decision;
+    },
+    async close() {
+      subjects.clear();
+    },
+    revoke(subject) {
+      revoked.add(subject);
+    },
+    size() {
+      let buckets = 0;
+      for (const s of subjects.values()) for (const w of s.windows.values()) buckets += w.buckets.length;
+      return { subjects: subjects.size, buckets };
+    },
+    bucketCount(subject) {
+      let buckets = 0;
+      for (const w of subjects.get(subject)?.windows.values() ?? []) buckets += w.buckets.length;
+      return buckets;
+    },
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * The limiter in Redis, shared by every gateway replica: exactly one command per request, an
+ * EVALSHA of sliding-window.lua (ioredis `defineCommand`: EVAL the first time on a connection,
+ * EVALSHA afterwards, and EVAL again after a NOSCRIPT reply, e.g. after SCRIPT FLUSH or a
+ * failover). The script reads Redis TIME, so replicas with skewed clocks agree.
+ */
+import { readFileSync } from "node:fs";
+import type { Cluster, Redis } from "ioredis";
+import { redisKey, type SubjectPart } from "../../lib/redis-keys.js";
+import type { BanPolicy, Clock, Decision, LimiterStore, WindowLimit } from "./limiter.js";
+import {
+  assembleDecision,
+  bucketMsFor,
+  MAX_BAN_SECONDS,
+  OFFENCE_MEMORY_MS,
+  OUTCOME_CODES,
+  validateBanPolicy,
+  validateWindows,
+  type WindowReport,
+} from "./sliding-window.js";
+
+export const LIMITER_LUA = readFileSync(new URL("./sliding-window.lua", import.meta.url), "utf8");
+const COMMAND = "petStoreRateLimit";
+
+export interface RedisStoreOptions {
+  redis: Redis | Cluster;
+  ban: BanPolicy;
+  /** Tests only: decide at this clock's time instead of Redis TIME. */
+  clock?: Clock;
+  /** Quit the client on close() (default false: the caller owns it). */
+  closeClient?: boolean;
+}
+
+type LimiterCommand = Record<typeof COMMAND, (...args: (string | number)[]) => Promise<unknown>>;
+
+/** The Redis key holding one window's buckets: `m` for the minute, `d` for the day, else `w<seconds>`. */
+export function windowPart(windowSeconds: number): SubjectPart {
+  if (windowSeconds === 60) return "m";
+  if (windowSeconds === 86_400) return "d";
+  return `w${windowSeconds}`;
+}
+
+/** Every key the script may touch for `subject` with these windows, in KEYS order. */
+export function limiterKeys(subject: string, windows: readonly WindowLimit[]): string[] {
+  const parts: SubjectPart[] = ["revoked", "ban", "strikes", "offences", ...windows.map((w) => windowPart(w.windowSeconds))];
+  return parts.map((part) => redisKey(subject, part));
+}
+
+export function createRedisStore(opts: RedisStoreOptions): LimiterStore {
+  const { redis, ban, clock } = opts;
+  validateBanPolicy(ban);
+  redis.defineCommand(COMMAND, { lua: LIMITER_LUA });
+  const client = redis as unknown as LimiterCommand;
+
+  return {
+    async hit(subject, windows) {
+      validateWindows(windows);
+      const keys = limiterKeys(subject, windows);
+      const reply = await client[COMMAND](
+        keys.length,
+        ...keys,
+        clock ? String(Math.floor(clock())) : "",
+        ban.after,
+        ban.seconds * 1000,
+        MAX_BAN_SECONDS * 1000,
+        OFFENCE_MEMORY_MS,
+        windows.length,
+        ...windows.flatMap((w) => [w.windowSeconds * 1000, w.limit, bucketMsFor(w.windowSeconds)]),
+      );
+      return decisionFromReply(reply, windows);
+    },
+    async close() {
+      if (opts.closeClient) await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
+/** Turns the script's flat integer reply into a Decision. */
+export function decisionFromReply(reply: unknown, windows: readonly WindowLimit[]): Decision {
+  const values = (Array.isArray(reply) ? reply : []).map(Number);
+  const outcome = OUTCOME_CODES[values[0] ?? -1];
+  if (!outcome || values.length !== 3 + 4 * windows.length || values.some((v) => !Number.isFinite(v))) {
+    throw new Error(`rate limiter: unexpected script reply ${JSON.stringify(reply)}`);
+  }
+  const reports: WindowReport[] = windows.map((_, i) => {
+    const [remaining, resetAtMs, releaseAtMs, refused] = values.slice(3 + 4 * i, 7 + 4 * i) as [number, number, number, number];
+    return { remaining, resetAtMs, releaseAtMs, refused: refused === 1 };
+  });
+  return assembleDecision(outcome, values[1]!, values[2]!, windows, reports);
+}

@@ -12,7 +12,10 @@ import { ensureKeyPair, issueKey } from "../keys/index.js";
 const env = { ...process.env };
 const keysDir = env.KEYS_DIR || "keys";
 const gatewayPort = Number(env.GATEWAY_PORT || 8080);
-const demoKeyFile = path.join("data", "demo-key");
+// The gateway finds the pet service wherever this run put it.
+env.PET_SERVICE_ADDR ||= `127.0.0.1:${env.PET_SERVICE_PORT || 50051}`;
+// The demo key lives beside the database (data/ by default), which git ignores.
+const demoKeyFile = path.join(path.dirname(env.PETS_DB || "data/pets.sqlite"), "demo-key");
 
 ensureKeyPair(keysDir);
 const demoKey = reuseOrIssueDemoKey();
@@ -87,8 +90,7 @@ async function waitForGateway(): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline && !stopping) {
     try {
-      const res = await fetch(`http://127.0.0.1:${gatewayPort}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${demoKey}` } });
-      if (res.status === 200) return;
+      if ((await fetch(`http://127.0.0.1:${gatewayPort}/readyz`)).status === 200) return;
     } catch {
       // Not listening yet.
     }

@@ -1,0 +1,50 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, expect, it } from "vitest";
+import { freePort } from "../helpers/net.js";
+
+// `npm start` as a new user runs it: both processes, a demo key, a curl line that works, Ctrl-C.
+const ROOT = path.resolve(import.meta.dirname, "../..");
+let dir: string | undefined;
+
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+it("starts both processes, prints a working curl line, and stops both cleanly on Ctrl-C", async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "petstore-start-"));
+  const [gatewayPort, petPort] = [await freePort(), await freePort()];
+  const { REDIS_URL: _never, ...inherited } = process.env;
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+    cwd: ROOT,
+    env: {
+      ...inherited,
+      GATEWAY_PORT: String(gatewayPort),
+      PET_SERVICE_PORT: String(petPort),
+      PETS_DB: path.join(dir, "pets.sqlite"),
+      KEYS_DIR: path.join(dir, "keys"),
+      LOG_LEVEL: "warn",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  child.stdout.on("data", (chunk) => (stdout += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+
+  const deadline = Date.now() + 30_000;
+  while (!stdout.includes("Ctrl-C stops") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  expect(stdout).toContain(`Base URL: http://localhost:${gatewayPort}/v1`);
+
+  // Run the printed curl line's request: the key and URL it shows work as printed.
+  const curl = /curl -s -H "Authorization: Bearer ([^"]+)" (\S+)/.exec(stdout);
+  expect(curl).not.toBeNull();
+  const res = await fetch(curl![2]!.replace("localhost", "127.0.0.1"), { headers: { Authorization: `Bearer ${curl![1]}` } });
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual([]);
+
+  child.kill("SIGINT");
+  expect(await exited).toBe(0);
+  await expect(fetch(`http://127.0.0.1:${gatewayPort}/healthz`)).rejects.toThrow();
+});

@@ -13,6 +13,7 @@ import type { GatewayMetrics } from "./metrics.js";
 import { opsRouter } from "./ops-routes.js";
 import { requestContext } from "./request-context.js";
 import { ROUTES, type Route } from "./routes.js";
+import { upstreamProxy, type Upstream } from "./upstreams.js";
 
 const OPENAPI_JSON = readFileSync(new URL("./openapi.json", import.meta.url), "utf8");
 
@@ -28,6 +29,9 @@ export interface AppDeps {
   bodyLimitBytes: number;
   anonymousWindows: readonly WindowLimit[];
   metrics: GatewayMetrics;
+  /** HTTP upstreams for the areas the pet service does not own (/store, /categories). */
+  upstreams: readonly Upstream[];
+  upstreamTimeoutMs: number;
   /** Why the gateway should not get traffic now (pet service, Redis, shutting down); empty when ready. */
   readiness: () => Promise<string[]>;
 }
@@ -73,6 +77,10 @@ function v1Router(deps: AppDeps): express.Router {
   for (const route of ROUTES) {
     const handlers = route.hasBody ? [readBody, serve(route, deps)] : [serve(route, deps)];
     router[route.method === "GET" ? "get" : "post"](route.path, ...handlers);
+  }
+
+  for (const upstream of deps.upstreams) {
+    router.use(upstreamProxy(upstream, { timeoutMs: deps.upstreamTimeoutMs, logger: deps.logger }));
   }
 
   // A known path with another method: 405 naming the allowed ones.

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { parseEnv, port } from "../lib/config.js";
 import { parseRedisUrl } from "./limiter/redis-client.js";
+import type { Upstream } from "./upstreams.js";
 
 const positiveInt = (fallback: number, what: string) =>
   z.coerce.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`).default(fallback);
@@ -34,6 +35,9 @@ export const GATEWAY_ENV = z.object({
   BAN_SECONDS: positiveInt(900, "a positive number of seconds"),
   TRUST_PROXY: trustProxy,
   BODY_LIMIT_BYTES: positiveInt(16 * 1024, "a positive number of bytes"),
+  STORE_UPSTREAM_URL: z.string().url("must be an http(s) URL").optional(),
+  CATEGORIES_UPSTREAM_URL: z.string().url("must be an http(s) URL").optional(),
+  UPSTREAM_TIMEOUT_MS: positiveInt(5000, "a positive number of milliseconds"),
   SHUTDOWN_GRACE_MS: positiveInt(10_000, "a positive number of milliseconds"),
 });
 
@@ -41,4 +45,12 @@ export type GatewayConfig = Readonly<z.infer<typeof GATEWAY_ENV>>;
 
 export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   return parseEnv(GATEWAY_ENV, env);
+}
+
+/** The configured upstreams: /v1/store/* and /v1/categories* when their URLs are set. */
+export function upstreamsOf(config: GatewayConfig): Upstream[] {
+  const upstreams: Upstream[] = [];
+  if (config.STORE_UPSTREAM_URL) upstreams.push({ prefix: "/store", target: config.STORE_UPSTREAM_URL });
+  if (config.CATEGORIES_UPSTREAM_URL) upstreams.push({ prefix: "/categories", target: config.CATEGORIES_UPSTREAM_URL });
+  return upstreams;
 }

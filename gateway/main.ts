@@ -4,7 +4,7 @@ import { createLogger } from "../lib/logger.js";
 import { createApp } from "./app.js";
 import { createKeyVerifier } from "./auth/jwt-verifier.js";
 import { watchRevocations } from "./auth/revocation-list.js";
-import { loadGatewayConfig } from "./config.js";
+import { loadGatewayConfig, upstreamsOf } from "./config.js";
 import { createLimiter } from "./limiter/create-limiter.js";
 import { ANONYMOUS_WINDOWS } from "./limiter/plans.js";
 import { createGatewayMetrics } from "./metrics.js";
@@ -49,6 +49,8 @@ await runMain(async () => {
     anonymousWindows: ANONYMOUS_WINDOWS,
     metrics,
     readiness: () => notReadyReasons(checks),
+    upstreams: upstreamsOf(config),
+    upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
   });
 
   const server = app.listen(config.GATEWAY_PORT, config.GATEWAY_HOST, () => {

@@ -92,6 +92,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     anonymousWindows: ANONYMOUS_WINDOWS,
     metrics,
     readiness: () => notReadyReasons([petHealth]),
+    upstreams: [],
+    upstreamTimeoutMs: 2000,
     ...opts.overrides,
   });
   const server = await new Promise<Server>((resolve) => {

@@ -1,0 +1,86 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { RequestHandler, Response } from "express";
+import { createProxyMiddleware, proxyEventsPlugin } from "http-proxy-middleware";
+import type { Logger } from "../lib/logger.js";
+import type { ApiKey } from "./auth/api-key.js";
+import { ApiError, type ErrorCode } from "./errors.js";
+import { sendError } from "./error-handler.js";
+
+/**
+ * The store area and categories are not pet-service features: operators point them at HTTP
+ * upstreams. They sit behind the same auth, quotas and headers; the upstream sees the path after
+ * /v1 (appended to its URL's path), the caller's key id and plan, and never the key itself.
+ */
+export interface Upstream {
+  /** Path prefix under /v1, e.g. "/store". */
+  prefix: string;
+  target: string;
+}
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"]);
+
+/** Connection failures the client can retry later (503) versus slowness (504); anything else is 502. */
+const NETWORK_ERRORS: Readonly<Record<string, ErrorCode>> = {
+  ECONNREFUSED: "service_unavailable",
+  ENOTFOUND: "service_unavailable",
+  EHOSTUNREACH: "service_unavailable",
+  EAI_AGAIN: "service_unavailable",
+  ETIMEDOUT: "upstream_timeout",
+  ESOCKETTIMEDOUT: "upstream_timeout",
+};
+
+export function upstreamProxy(upstream: Upstream, opts: { timeoutMs: number; logger: Logger }): RequestHandler {
+  // http-proxy reports its own proxyTimeout as a plain ECONNRESET; remember which were timeouts.
+  const timedOut = new WeakSet<IncomingMessage>();
+  const matches = (path: string) => path === upstream.prefix || path.startsWith(`${upstream.prefix}/`);
+  const fail = (res: ServerResponse, err: ApiError) => {
+    if (!res.headersSent) sendError(res as Response, err);
+    else res.destroy();
+  };
+
+  return createProxyMiddleware<IncomingMessage, ServerResponse>({
+    target: upstream.target,
+    pathFilter: (path) => matches(path),
+    changeOrigin: true,
+    xfwd: true,
+    proxyTimeout: opts.timeoutMs,
+    selfHandleResponse: true,
+    // Only the plugin that wires `on`: errors are answered here in our shape, and logged by us.
+    ejectPlugins: true,
+    plugins: [proxyEventsPlugin],
+    on: {
+      proxyReq(proxyReq, req) {
+        const res = (req as unknown as { res: Response }).res;
+        const apiKey = res.locals.apiKey as ApiKey | undefined;
+        proxyReq.once("timeout", () => timedOut.add(req));
+        proxyReq.removeHeader("authorization");
+        proxyReq.removeHeader("cookie");
+        proxyReq.setHeader("x-request-id", String(res.locals.requestId));
+        if (apiKey) {
+          proxyReq.setHeader("x-api-key-id", apiKey.keyId);
+          proxyReq.setHeader("x-api-plan", apiKey.plan);
+        }
+      },
+      proxyRes(proxyRes, req, res) {
+        const status = proxyRes.statusCode ?? 502;
+        // An upstream's own failure is ours to report in our shape: its body could leak internals.
+        if (status >= 500) {
+          proxyRes.resume();
+          opts.logger.warn({ upstream: upstream.prefix, status, url: req.url }, "upstream failed");
+          fail(res, new ApiError("bad_gateway"));
+          return;
+        }
+        for (const [name, value] of Object.entries(proxyRes.headers)) {
+          if (value !== undefined && !HOP_BY_HOP.has(name)) res.setHeader(name, value);
+        }
+        res.statusCode = status;
+        proxyRes.pipe(res);
+      },
+      error(err, req, res) {
+        const code = timedOut.has(req) ? "upstream_timeout" : (NETWORK_ERRORS[(err as NodeJS.ErrnoException).code ?? ""] ?? "bad_gateway");
+        opts.logger.warn({ upstream: upstream.prefix, err: (err as Error).message, url: req.url }, "upstream unreachable");
+        if ("setHeader" in res) fail(res, new ApiError(code));
+      },
+    },
+  }) as unknown as RequestHandler;
+}

@@ -11,7 +11,8 @@ export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger 
     const start = performance.now();
     res.once("finish", () => {
       const seconds = (performance.now() - start) / 1000;
-      const route = req.route ? `${req.baseUrl}${req.route.path as string}` : "unmatched";
+      // The v1 router labels its requests up front (req.baseUrl is gone by "finish").
+      const route: string = res.locals.route ?? (req.route ? (req.route.path as string) : "unmatched");
       const labels = { route, method: req.method, status: String(res.statusCode) };
       deps.metrics.httpRequests.inc(labels);
       deps.metrics.httpDuration.observe(labels, seconds);

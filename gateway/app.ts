@@ -17,6 +17,12 @@ import { upstreamProxy, type Upstream } from "./upstreams.js";
 
 const OPENAPI_JSON = readFileSync(new URL("./openapi.json", import.meta.url), "utf8");
 
+/** Each route's path template as a regular expression over the raw (undecoded) path. */
+const ROUTE_PATTERNS = ROUTES.map((route) => ({
+  route,
+  pattern: new RegExp(`^${route.path.replace(/:[A-Za-z]+/g, "[^/]+")}/?$`),
+}));
+
 export interface AppDeps {
   pets: PetClient;
   verifier: KeyVerifier;
@@ -59,18 +65,18 @@ function v1Router(deps: AppDeps): express.Router {
   });
   const readBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
 
-  // Deprecation headers go on every response of a deprecated operation, 401 and 429 included.
-  // Matched on the raw path, before anything decodes parameters, so even a 400 for a badly
-  // encoded petId carries them.
-  for (const route of ROUTES) {
-    if (!route.deprecation) continue;
-    const headers = deprecationHeaders(route.deprecation);
-    const pattern = new RegExp(`^${route.path.replace(/:[A-Za-z]+/g, "[^/]+")}/?$`);
-    router.use((req, res, next) => {
-      if ((req.method === route.method || (route.method === "GET" && req.method === "HEAD")) && pattern.test(req.path)) res.set(headers);
-      next();
-    });
-  }
+  // Before anything decodes parameters: the route template labels metrics and logs (even for
+  // 401/429), and deprecation headers go on every response of a deprecated operation.
+  router.use((req, res, next) => {
+    const matches = ROUTE_PATTERNS.filter((p) => p.pattern.test(req.path));
+    const upstream = deps.upstreams.find((u) => req.path === u.prefix || req.path.startsWith(`${u.prefix}/`));
+    if (matches[0]) res.locals.route = `/v1${matches[0].route.path}`;
+    else if (upstream) res.locals.route = `/v1${upstream.prefix}/*`;
+    const method = req.method === "HEAD" ? "GET" : req.method;
+    const deprecation = matches.find((p) => p.route.method === method)?.route.deprecation;
+    if (deprecation) res.set(deprecationHeaders(deprecation));
+    next();
+  });
 
   router.use(guard(deps));
 

@@ -38,6 +38,7 @@ export const GATEWAY_ENV = z.object({
   STORE_UPSTREAM_URL: z.string().url("must be an http(s) URL").optional(),
   CATEGORIES_UPSTREAM_URL: z.string().url("must be an http(s) URL").optional(),
   UPSTREAM_TIMEOUT_MS: positiveInt(5000, "a positive number of milliseconds"),
+  SHUTDOWN_DELAY_MS: z.coerce.number({ error: "must be milliseconds" }).int("must be an integer").min(0, "must be ≥ 0").default(0),
   SHUTDOWN_GRACE_MS: positiveInt(10_000, "a positive number of milliseconds"),
 });
 

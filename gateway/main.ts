@@ -62,10 +62,14 @@ await runMain(async () => {
     process.exit(1);
   });
 
-  const shutdown = (signal: string) => {
+  // SIGTERM: /readyz turns 503 at once; after SHUTDOWN_DELAY_MS (time for load balancers to
+  // notice) the listener closes, in-flight requests finish (forced after SHUTDOWN_GRACE_MS),
+  // then the gRPC channel, Redis and the key watchers close and the process exits 0.
+  const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, "gateway shutting down");
+    logger.info({ signal, delayMs: config.SHUTDOWN_DELAY_MS }, "gateway shutting down");
+    await new Promise((r) => setTimeout(r, config.SHUTDOWN_DELAY_MS));
     const force = setTimeout(() => {
       logger.warn("in-flight requests did not finish in time; closing");
       server.closeAllConnections();
@@ -82,6 +86,6 @@ await runMain(async () => {
     });
     server.closeIdleConnections();
   };
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-  process.on("SIGINT", () => shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
 });

@@ -1,0 +1,107 @@
+import http from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnGateway, type GatewayProcess } from "../../helpers/gateway-process.js";
+import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
+import { createTestKeys, type TestKeys } from "../../helpers/gateway.js";
+
+// What operators rely on: probes, metrics, logs and a clean shutdown of the real gateway process.
+let pets: RunningPetService;
+let keys: TestKeys;
+let gateway: GatewayProcess;
+let key: string;
+
+beforeAll(async () => {
+  [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
+  key = keys.issue({ plan: "enterprise", perMinute: 5, perDay: 100 });
+  gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, SHUTDOWN_DELAY_MS: "1500" });
+});
+
+afterAll(async () => {
+  if (gateway?.child.exitCode === null) gateway.child.kill("SIGKILL");
+  await pets?.stop();
+  await keys?.remove();
+});
+
+const auth = () => ({ Authorization: `Bearer ${key}` });
+
+describe("probes", () => {
+  it("/healthz and /readyz answer without a key and are not counted against any quota", async () => {
+    for (let i = 0; i < 10; i++) {
+      expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${gateway.url}/readyz`)).status).toBe(200);
+    }
+    const res = await fetch(`${gateway.url}/v1/pets`, { headers: auth() });
+    expect(res.headers.get("x-ratelimit-remaining")).toBe("4");
+  });
+
+  it("/readyz is 503 with the reasons when the pet service is unreachable", async () => {
+    const other = await spawnGateway({ PET_SERVICE_ADDR: "127.0.0.1:1", KEYS_DIR: keys.dir });
+    try {
+      const res = await fetch(`${other.url}/readyz`);
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { code: string; reasons: string[] };
+      expect(body.code).toBe("service_unavailable");
+      expect(body.reasons.join()).toMatch(/pet service/);
+      expect((await fetch(`${other.url}/healthz`)).status).toBe(200);
+    } finally {
+      other.child.kill("SIGTERM");
+      expect(await other.exited).toBe(0);
+    }
+  });
+});
+
+describe("metrics", () => {
+  it("counts requests by route and status, limiter decisions and gRPC calls; not reachable under /v1", async () => {
+    await fetch(`${gateway.url}/v1/pets/123456`, { headers: auth() });
+    const text = await (await fetch(`${gateway.url}/metrics`)).text();
+    expect(text).toMatch(/gateway_http_requests_total\{route="\/v1\/pets\/:petId",method="GET",status="404"\} 1/);
+    expect(text).toMatch(/gateway_limiter_decisions_total\{outcome="admitted"\} [1-9]/);
+    expect(text).toMatch(/gateway_grpc_client_duration_seconds_count\{method="GetPet",code="NOT_FOUND"\} 1/);
+    expect(text).toMatch(/process_cpu_seconds_total/);
+    expect((await fetch(`${gateway.url}/v1/metrics`, { headers: auth() })).status).toBe(404);
+  });
+});
+
+describe("logs", () => {
+  it("log the request id and never the key", async () => {
+    await fetch(`${gateway.url}/v1/pets`, { headers: { ...auth(), "X-Request-Id": "ops-log-1" } });
+    await new Promise((r) => setTimeout(r, 100));
+    const lines = gateway.output().split("\n").filter((l) => l.startsWith("{"));
+    const line = lines.map((l) => JSON.parse(l)).find((l) => l.requestId === "ops-log-1");
+    expect(line).toMatchObject({ method: "GET", route: "/v1/pets", status: 200 });
+    expect(gateway.output()).not.toContain(key);
+    expect(gateway.output()).not.toContain(key.split(".")[2]);
+  });
+});
+
+describe("shutdown", () => {
+  it("on SIGTERM: /readyz turns 503, an in-flight request finishes, exit code 0", async () => {
+    const { port } = new URL(gateway.url);
+    // An in-flight create whose body is still arriving when SIGTERM lands.
+    const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(
+        { host: "127.0.0.1", port, path: "/v1/pets", method: "POST", headers: { ...auth(), "Content-Type": "application/json" } },
+        (res) => {
+          let body = "";
+          res.on("data", (c) => (body += c));
+          res.on("end", () => resolve({ status: res.statusCode!, body }));
+        },
+      );
+      req.on("error", reject);
+      req.write('{"name":"Last one in",');
+      setTimeout(() => req.end('"categoryId":1}'), 800);
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    gateway.child.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    const ready = await fetch(`${gateway.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { reasons: string[] }).reasons).toContain("shutting down");
+
+    const done = await inFlight;
+    expect(done.status).toBe(201);
+    expect(JSON.parse(done.body)).toMatchObject({ name: "Last one in" });
+    expect(await gateway.exited).toBe(0);
+    expect(gateway.output()).toMatch(/"msg":"gateway stopped"/);
+  });
+});

@@ -164,8 +164,9 @@ describe("redis store on a private redis-server", () => {
     const c = await client();
     const { logger, messages } = collectingLogger();
     const { metrics, faults } = fallbackMetrics();
+    const primary = counting(createRedisStore({ redis: c, ban: BAN }));
     const store = createFallbackStore({
-      primary: createRedisStore({ redis: c, ban: BAN }),
+      primary,
       fallback: createMemoryStore({ ban: BAN, clock: Date.now }),
       logger,
       metrics,
@@ -180,10 +181,11 @@ describe("redis store on a private redis-server", () => {
     await new Promise((r) => setTimeout(r, 20));
     const [first, firstMs] = await elapsed(() => store.hit("key:slow", w));
     expect(first.outcome).toBe("admitted");
-    expect(firstMs).toBeGreaterThanOrEqual(90);
-    expect(firstMs).toBeLessThan(400);
-    const [second, secondMs] = await elapsed(() => store.hit("key:slow", w));
-    expect(secondMs).toBeLessThan(50);
+    expect(firstMs).toBeGreaterThanOrEqual(90); // it did wait for the command timeout…
+    expect(firstMs).toBeLessThan(2000); // …and no longer (a generous bound: this only catches hangs)
+    const callsBefore = primary.calls;
+    const second = await store.hit("key:slow", w);
+    expect(primary.calls).toBe(callsBefore); // decided from memory without asking Redis again
     expect([first.outcome, second.outcome]).toEqual(["admitted", "admitted"]); // memory: a fresh count
     expect(store.usingFallback()).toBe(true);
     expect(await faults()).toBe(1);
@@ -193,6 +195,19 @@ describe("redis store on a private redis-server", () => {
     blocker.disconnect();
   });
 });
+
+/** Counts the decisions that reach a store (the real one behind it still decides). */
+function counting(store: LimiterStore): LimiterStore & { calls: number } {
+  const wrapper = {
+    calls: 0,
+    hit(subject: string, windows: readonly WindowLimit[]) {
+      wrapper.calls++;
+      return store.hit(subject, windows);
+    },
+    close: () => store.close(),
+  };
+  return wrapper;
+}
 
 describe("fallback through a Redis outage (its own private redis-server)", () => {
   let server: PrivateRedis;
@@ -213,8 +228,9 @@ describe("fallback through a Redis outage (its own private redis-server)", () =>
   it("keeps deciding from memory while Redis is down, logs and counts the fault once, and returns to Redis", async () => {
     const { logger, messages } = collectingLogger();
     const m = fallbackMetrics();
+    const primary = counting(createRedisStore({ redis, ban: BAN }));
     store = createFallbackStore({
-      primary: createRedisStore({ redis, ban: BAN }),
+      primary,
       fallback: createMemoryStore({ ban: BAN, clock: Date.now }),
       logger,
       metrics: m.metrics,
@@ -228,6 +244,7 @@ describe("fallback through a Redis outage (its own private redis-server)", () =>
     before.disconnect();
 
     await server.kill();
+    const callsAtKill = primary.calls;
     const decisions: Decision[] = [];
     const durations: number[] = [];
     for (let i = 0; i < 6; i++) {
@@ -237,8 +254,9 @@ describe("fallback through a Redis outage (its own private redis-server)", () =>
     }
     // Still limiting (from memory), never throwing; only the first may wait for the timeout.
     expect(decisions.map((d) => d.outcome)).toEqual(["admitted", "admitted", "admitted", "limited", "limited", "limited"]);
-    expect(durations[0]).toBeLessThan(150);
-    for (const ms of durations.slice(1)) expect(ms).toBeLessThan(100);
+    // Only the first asks the dead server (failing fast); the rest go straight to memory.
+    expect(primary.calls - callsAtKill).toBeLessThanOrEqual(1);
+    for (const ms of durations) expect(ms).toBeLessThan(2000); // generous: catches hangs, not speed
     expect(store.usingFallback()).toBe(true);
     expect(await m.faults()).toBe(1);
     expect(await m.active()).toBe(1);

@@ -4,6 +4,8 @@ import * as grpc from "@grpc/grpc-js";
 import { ConfigError, runMain } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { loadConfig } from "./config.js";
+import { createPetServiceMetrics } from "./metrics.js";
+import { listenMetrics, type MetricsServer } from "./metrics-server.js";
 import { createServer } from "./server.js";
 import { SqlitePetStore } from "./store/sqlite-pet-store.js";
 
@@ -21,19 +23,41 @@ await runMain(async () => {
     debug: (...args: unknown[]) => grpcLog.debug(format(...args)),
   });
 
+  // Metrics only when they can be scraped: without METRICS_PORT the hot path carries none.
+  const metrics = config.metricsPort === undefined ? undefined : createPetServiceMetrics({ defaultMetrics: true });
+
   // Start-up failures that a setting can fix are reported like bad values: one line naming it.
-  const store = await SqlitePetStore.open(config.dbPath).catch((err: unknown) => {
+  const store = await SqlitePetStore.open(config.dbPath, { metrics }).catch((err: unknown) => {
     throw new ConfigError("PETS_DB", `cannot be opened (got ${JSON.stringify(config.dbPath)}): ${messageOf(err)}`);
   });
-  const pet = createServer({ store, logger });
+  const pet = createServer({ store, logger, metrics });
   const port = await pet.listen(config.host, config.port).catch(async (err: unknown) => {
     await store.close();
     const reason = messageOf(err);
     const variable = /EADDRINUSE|EACCES/.test(reason) ? "PET_SERVICE_PORT" : "PET_SERVICE_HOST";
     throw new ConfigError(variable, `cannot listen on ${config.host}:${config.port}: ${reason}`);
   });
+  let metricsServer: MetricsServer | undefined;
+  if (metrics && config.metricsPort !== undefined) {
+    const metricsPort = config.metricsPort;
+    metricsServer = await listenMetrics({ host: config.host, port: metricsPort, registry: metrics.registry, logger }).catch(
+      async (err: unknown) => {
+        await pet.shutdown();
+        await store.close();
+        const reason = messageOf(err);
+        const variable = /EADDRINUSE|EACCES/.test(reason) ? "METRICS_PORT" : "PET_SERVICE_HOST";
+        throw new ConfigError(variable, `cannot listen on ${config.host}:${metricsPort}: ${reason}`);
+      },
+    );
+  }
   logger.info(
-    { address: `${config.host}:${port}`, host: config.host, port, dbPath: path.resolve(config.dbPath) },
+    {
+      address: `${config.host}:${port}`,
+      host: config.host,
+      port,
+      ...(metricsServer && { metricsPort: metricsServer.port }),
+      dbPath: path.resolve(config.dbPath),
+    },
     "pet-service listening",
   );
 
@@ -47,8 +71,10 @@ await runMain(async () => {
       logger.error({ afterMs: HARD_EXIT_MS }, "shutdown did not finish; exiting");
       process.exit(1);
     }, HARD_EXIT_MS).unref();
+    // Metrics stay scrapeable while calls drain; the HTTP listener closes before the database.
     pet
       .shutdown()
+      .then(() => metricsServer?.close())
       .then(() => store.close())
       .then(
         () => {

@@ -1,4 +1,5 @@
 import { writeFile } from "node:fs/promises";
+import net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Pet } from "../../../proto/types.js";
@@ -43,6 +44,9 @@ describe("start-up failures: exit 1 with one line naming the variable", () => {
     ["PET_SERVICE_PORT", { PET_SERVICE_PORT: "eighty" }],
     ["PET_SERVICE_PORT", { PET_SERVICE_PORT: "70000" }],
     ["PET_SERVICE_HOST", { PET_SERVICE_HOST: "no such host!" }],
+    ["METRICS_PORT", { METRICS_PORT: "nine" }],
+    ["METRICS_PORT", { METRICS_PORT: "65536" }],
+    ["METRICS_PORT", { METRICS_PORT: "50051" }],
   ])("%s: %j", async (variable, env) => {
     const { code, stdout, stderr } = await runPetServiceToExit(env);
     expect(code).toBe(1);
@@ -69,6 +73,20 @@ describe("start-up failures: exit 1 with one line naming the variable", () => {
       await other.stop();
     }
   });
+
+  it("METRICS_PORT already in use", async () => {
+    const other = net.createServer();
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    const { port } = other.address() as net.AddressInfo;
+    try {
+      const { code, stdout, stderr } = await runPetServiceToExit({ PET_SERVICE_PORT: "0", METRICS_PORT: String(port) });
+      expect(code).toBe(1);
+      expect(stdout).toBe("");
+      expect(stderr).toMatch(new RegExp(`^invalid configuration: METRICS_PORT cannot listen on 127\\.0\\.0\\.1:${port}\\b[^\\n]+\\n$`));
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
 });
 
 it("logs JSON (bound address, caller's x-request-id), stops on SIGINT with 0, and keeps the data across a restart", async () => {
@@ -82,6 +100,8 @@ it("logs JSON (bound address, caller's x-request-id), stops on SIGINT with 0, an
   await vi.waitFor(() => {
     const lines = first.service.output().trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines).toContainEqual(expect.objectContaining({ msg: "pet-service listening", address: first.service.address }));
+    // No METRICS_PORT: no HTTP listener.
+    expect(lines.find((l) => l.msg === "pet-service listening")).not.toHaveProperty("metricsPort");
     expect(lines).toContainEqual(expect.objectContaining({ rpc: "CreatePet", requestId: "req-7f3a", code: "OK" }));
   });
   expect(await first.service.kill("SIGINT")).toBe(0);

@@ -24,9 +24,49 @@ describe("pet-service config", () => {
     ["PET_SERVICE_PORT", "65536"],
     ["PET_SERVICE_HOST", "not a host"],
     ["PET_SERVICE_HOST", "http://0.0.0.0"],
+    ["METRICS_PORT", "metrics"],
+    ["METRICS_PORT", "65536"],
+    ["METRICS_PORT", "-1"],
+    ["METRICS_PORT", "94.64"],
   ])("a bad %s (%j) is a ConfigError naming it", (variable, value) => {
     const load = () => loadConfig({ [variable]: value });
     expect(load).toThrowError(ConfigError);
     expect(load).toThrowError(new RegExp(`^invalid configuration: ${variable} .*${JSON.stringify(value).replace(/[./]/g, "\\$&")}`));
+  });
+
+  describe("METRICS_PORT", () => {
+    it("is optional: unset or empty means no HTTP listener (no metricsPort)", () => {
+      expect(loadConfig({})).not.toHaveProperty("metricsPort");
+      expect(loadConfig({ METRICS_PORT: "" })).not.toHaveProperty("metricsPort");
+    });
+
+    it("is a port; 0 picks a free one", () => {
+      expect(loadConfig({ METRICS_PORT: "9464" })).toEqual({ host: "127.0.0.1", port: 50051, dbPath: "data/pets.sqlite", metricsPort: 9464 });
+      expect(loadConfig({ METRICS_PORT: "0" }).metricsPort).toBe(0);
+      expect(Object.isFrozen(loadConfig({ METRICS_PORT: "9464" }))).toBe(true);
+    });
+
+    it.each([
+      [{ METRICS_PORT: "50051" }, "50051"],
+      [{ METRICS_PORT: "6000", PET_SERVICE_PORT: "6000" }, "6000"],
+    ])("must differ from PET_SERVICE_PORT: %j", (env, got) => {
+      const load = () => loadConfig(env);
+      expect(load).toThrowError(ConfigError);
+      expect(load).toThrowError(`invalid configuration: METRICS_PORT must differ from PET_SERVICE_PORT (got "${got}")`);
+    });
+
+    it("may be 0 alongside PET_SERVICE_PORT=0 (both pick free ports)", () => {
+      expect(loadConfig({ METRICS_PORT: "0", PET_SERVICE_PORT: "0" })).toMatchObject({ port: 0, metricsPort: 0 });
+    });
+
+    it("reports a bad value on one line naming the variable", () => {
+      let message = "";
+      try {
+        loadConfig({ METRICS_PORT: "nine" });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toBe('invalid configuration: METRICS_PORT must be a port number (got "nine")');
+    });
   });
 });

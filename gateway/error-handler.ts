@@ -1,6 +1,8 @@
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 import type { ErrorRequestHandler, Response } from "express";
 import type { Logger } from "../lib/logger.js";
-import { fieldViolationsOf } from "../lib/grpc-status-details.js";
+import { errorInfoOf, fieldViolationsOf, PETSTORE_ERROR_DOMAIN } from "../lib/grpc-status-details.js";
 import { ApiError, invalidRequest, type ErrorCode } from "./errors.js";
 import { GRPC_FALLBACK, GRPC_TO_HTTP } from "./grpc-status.js";
 import { isGrpcError } from "./pet-client.js";
@@ -22,12 +24,19 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (isGrpcError(err)) {
     const mapped = GRPC_TO_HTTP[err.code] ?? GRPC_FALLBACK;
-    if (!mapped.passMessage) return new ApiError(mapped.code);
+    const info = mapped.reasons && errorInfoOf(err);
+    const code = (info?.domain === PETSTORE_ERROR_DOMAIN && mapped.reasons?.get(info.reason)) || mapped.code;
+    if (!mapped.passMessage) return new ApiError(code);
     const violations = fieldViolationsOf(err).map(toHttpViolation);
-    return violations.length ? invalidRequest(violations) : new ApiError(mapped.code, renameFields(err.details));
+    return violations.length ? invalidRequest(violations) : new ApiError(code, renameFields(err.details));
   }
   const status = (err as { status?: unknown } | null)?.status;
   if (typeof status === "number" && status >= 400 && status < 500) {
+    // The router's decodeURIComponent of a path parameter (`/v1/pets/%zz`, `/v1/pets/%ff`).
+    if (err instanceof URIError) return new ApiError("invalid_request", "The request path is not valid percent-encoded UTF-8.");
+    if ((err as { type?: unknown }).type === "encoding.unsupported") {
+      return new ApiError("unsupported_media_type", "Unsupported Content-Encoding; send the body uncompressed, or gzip, deflate or br.");
+    }
     return new ApiError(HTTP_ERROR_CODES[status] ?? "invalid_request");
   }
   return new ApiError("internal_error");
@@ -44,5 +53,53 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     sendError(res, apiError);
+  };
+}
+
+/**
+ * Node's HTTP parser (Node errors) refused a request before Express saw it, for which ApiError
+ * answers (the status is the ApiError's):
+ * request line + headers over maxHeaderSize, a malformed request line or header, Content-Length
+ * with Transfer-Encoding, a bad chunk, … Node's default answer has no body.
+ * TODO(errors.ts): 431 `header_fields_too_large` and 408 `request_timeout` once the registry has them.
+ */
+function clientErrorOf(err: { code?: unknown }): ApiError {
+  switch (err.code) {
+    case "HPE_HEADER_OVERFLOW":
+      return new ApiError("invalid_request", "The request line and headers are too large.");
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      return new ApiError("payload_too_large", "The chunk extensions of the request body are too large.");
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return new ApiError("invalid_request", "The request was not received in time.");
+    default:
+      return new ApiError("invalid_request", "The request is not valid HTTP/1.1.");
+  }
+}
+
+/**
+ * The server's `clientError` listener: answers what Node's parser refuses with our Error body
+ * instead of Node's empty `400`/`431`, then closes the connection (the parser cannot resync).
+ * Like Node's default, it writes only when no response has started on the socket, so a
+ * pipelined or half-written response is never corrupted. Wire it with
+ * `server.on("clientError", clientErrorHandler(logger))`.
+ */
+export function clientErrorHandler(logger: Logger): (err: Error & { code?: unknown }, socket: Duplex) => void {
+  return (err, socket) => {
+    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+    if (err.code !== "ECONNRESET" && socket.writable && !inFlight?.headersSent) {
+      const apiError = clientErrorOf(err);
+      const body = JSON.stringify(apiError.toBody());
+      socket.write(
+        `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\n` +
+          "Content-Type: application/json; charset=utf-8\r\n" +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+          "X-Content-Type-Options: nosniff\r\n" +
+          "Cache-Control: no-store\r\n" +
+          "Connection: close\r\n\r\n" +
+          body,
+      );
+    }
+    logger.debug({ err: { code: err.code, message: err.message } }, "refused a malformed HTTP request");
+    socket.destroy();
   };
 }

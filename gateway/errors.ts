@@ -13,6 +13,10 @@ export const ERRORS = {
   gone: { status: 410, message: "This operation has been removed." },
   payload_too_large: { status: 413, message: "The request body is too large." },
   unsupported_media_type: { status: 415, message: "The request body must be application/json." },
+  idempotency_key_reused: {
+    status: 422,
+    message: "This Idempotency-Key was already used for a different request; resend that request, or use a new key.",
+  },
   rate_limited: { status: 429, message: "Rate limit exceeded; retry after the time in Retry-After." },
   api_key_banned: { status: 429, message: "Temporarily banned for sending while rate limited; retry after the time in Retry-After." },
   client_closed_request: { status: 499, message: "The request was cancelled." },

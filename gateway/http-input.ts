@@ -13,11 +13,23 @@ function single(query: Request["query"], name: string, violations: FieldViolatio
   return undefined;
 }
 
+/**
+ * Query parameters the operation does not define are refused, not ignored: `?status[]=sold` or
+ * `?Status=sold` silently dropping the filter would answer a different question than was asked.
+ */
+function onlyKnown(query: Request["query"], known: readonly string[], violations: FieldViolation[]): void {
+  for (const name of Object.keys(query)) {
+    if (!known.includes(name)) violations.push({ field: name, message: "is not a parameter of this operation" });
+  }
+}
+
 const LIMIT = /^[0-9]{1,3}$/;
+const LIST_PETS_PARAMETERS = ["limit", "status"];
 
 /** GET /v1/pets query: `limit` an integer 1..100 (default left to the pet service), `status` an enum value. */
 export function listPetsRequest(req: Request): ListPetsRequest {
   const violations: FieldViolation[] = [];
+  onlyKnown(req.query, LIST_PETS_PARAMETERS, violations);
   const request: ListPetsRequest = {};
   const limit = single(req.query, "limit", violations);
   if (limit !== undefined) {
@@ -37,17 +49,56 @@ export function listPetsRequest(req: Request): ListPetsRequest {
 
 /** GET /v1/pets/{petId}: petId an int64. */
 export function getPetRequest(req: Request): GetPetRequest {
+  const violations: FieldViolation[] = [];
   const id = toInt64(String(req.params.petId));
-  if (id === undefined || id === "out_of_range") throw invalidRequest([{ field: "petId", message: "must be an int64 integer" }]);
+  if (id === undefined || id === "out_of_range") violations.push({ field: "petId", message: "must be an int64 integer" });
+  onlyKnown(req.query, [], violations);
+  if (id === undefined || id === "out_of_range" || violations.length) throw invalidRequest(violations);
   return { id };
+}
+
+export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
+
+/** RFC 9651 sf-string: DQUOTE *( %x20-21 / %x23-5B / %x5D-7E / "\" ( DQUOTE / "\" ) ) DQUOTE. */
+const SF_STRING = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/;
+const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
+
+/**
+ * The `Idempotency-Key` request header (draft-ietf-httpapi-idempotency-key-header), undefined
+ * when absent. The draft makes it an sf-string, `Idempotency-Key: "8e03978e-40d5"`; many
+ * clients send the bare value, `Idempotency-Key: 8e03978e-40d5`, so that is accepted too and
+ * means the same key. Given once, not empty, printable ASCII; the pet service bounds its length
+ * (1..255) and owns what a key means.
+ */
+export function idempotencyKey(req: Request): string | undefined {
+  const values = req.headersDistinct[IDEMPOTENCY_KEY_HEADER.toLowerCase()];
+  if (values === undefined) return undefined;
+  const refuse = (message: string) => invalidRequest([{ field: IDEMPOTENCY_KEY_HEADER, message }]);
+  if (values.length !== 1) throw refuse("must be given once");
+  const raw = values[0]!;
+  let key: string = raw;
+  if (raw.startsWith('"')) {
+    const quoted = SF_STRING.exec(raw);
+    if (!quoted) throw refuse('must be a quoted string ("...", RFC 9651) or a bare printable ASCII value');
+    key = quoted[1]!.replace(/\\(["\\])/g, "$1");
+  }
+  if (key === "") throw refuse("must not be empty");
+  if (!PRINTABLE_ASCII.test(key)) throw refuse("must be printable ASCII");
+  return key;
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+/** The `charset` parameter of a Content-Type, undefined when there is none. */
+const CHARSET_PARAMETER = /;\s*charset\s*=\s*"?([^";\s]*)/i;
+const UTF8 = /^utf-?8$/i;
+
 /**
- * The JSON body of a request read by express.raw: required, `application/json`, valid UTF-8,
- * valid JSON. Decoded here rather than by express.json because JSON.parse rounds int64 values
- * and silently replaces invalid UTF-8.
+ * The JSON body of a request read by express.raw: required, `application/json` (or `+json`)
+ * with no charset but UTF-8 (RFC 8259 §8.1: JSON is UTF-8; a body declared as latin1 or UTF-16
+ * would be misread, so it is refused with 415 rather than guessed at), valid UTF-8 (a leading
+ * BOM is ignored), valid JSON. Decoded here rather than by express.json because JSON.parse
+ * rounds int64 values and silently replaces invalid UTF-8.
  */
 export function jsonBody(req: Request): unknown {
   const raw = req.body as Buffer | undefined;
@@ -55,6 +106,10 @@ export function jsonBody(req: Request): unknown {
     throw invalidRequest([{ field: "body", message: "is required (application/json)" }]);
   }
   if (!req.is(["application/json", "+json"])) throw new ApiError("unsupported_media_type");
+  const charset = CHARSET_PARAMETER.exec(req.get("content-type") ?? "")?.[1];
+  if (charset !== undefined && !UTF8.test(charset)) {
+    throw new ApiError("unsupported_media_type", "The request body must be application/json in UTF-8 (charset=utf-8, or no charset).");
+  }
   let text: string;
   try {
     text = utf8.decode(raw);

@@ -20,6 +20,7 @@ export const STATUS_VALUES = [...STATUS_TO_PROTO.keys()];
 const HTTP_FIELD_NAMES: ReadonlyMap<string, string> = new Map([
   ["category_id", "categoryId"],
   ["id", "petId"],
+  ["request_id", "Idempotency-Key"],
 ]);
 const PROTO_FIELD = new RegExp(`\\b(${[...HTTP_FIELD_NAMES.keys()].join("|")})\\b`, "g");
 

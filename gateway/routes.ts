@@ -2,7 +2,7 @@ import type { Request } from "express";
 import type { PetClient } from "./pet-client.js";
 import { ApiError } from "./errors.js";
 import { GET_PET_DEPRECATION, type Deprecation } from "./deprecation.js";
-import { getPetRequest, jsonBody, listPetsRequest } from "./http-input.js";
+import { getPetRequest, idempotencyKey, jsonBody, listPetsRequest } from "./http-input.js";
 import { petJson, petsJson, toCreatePetRequest } from "./pet-mapping.js";
 import type { Clock } from "./limiter/limiter.js";
 
@@ -30,6 +30,9 @@ export interface Route {
   handle(req: Request, ctx: RouteContext): Promise<RouteResult>;
 }
 
+/** On a createPet answered from an earlier request with the same Idempotency-Key (a common convention). */
+export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
+
 export const ROUTES: readonly Route[] = [
   {
     operation: "listPets",
@@ -48,8 +51,14 @@ export const ROUTES: readonly Route[] = [
     rpc: "CreatePet",
     hasBody: true,
     async handle(req, ctx) {
-      const { pet } = await ctx.pets.createPet(toCreatePetRequest(jsonBody(req)), ctx);
-      return { status: 201, body: petJson(pet), headers: { Location: `/v1/pets/${pet.id}` } };
+      const requestId = idempotencyKey(req);
+      const request = toCreatePetRequest(jsonBody(req));
+      if (requestId !== undefined) request.requestId = requestId;
+      const { pet, replayed } = await ctx.pets.createPet(request, ctx);
+      // A retry under the same Idempotency-Key gets the original 201 again, marked as a replay.
+      const headers: Record<string, string> = { Location: `/v1/pets/${pet.id}` };
+      if (replayed) headers[IDEMPOTENT_REPLAYED_HEADER] = "true";
+      return { status: 201, body: petJson(pet), headers };
     },
   },
   {

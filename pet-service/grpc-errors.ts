@@ -1,5 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
-import { badRequestMetadata } from "../lib/grpc-status-details.js";
+import { badRequestMetadata, errorInfoMetadata, PETSTORE_ERROR_DOMAIN } from "../lib/grpc-status-details.js";
 import type { FieldViolation } from "./rules.js";
 
 /**
@@ -24,6 +24,27 @@ export class RpcError extends Error {
 export function invalidArgument(violations: FieldViolation[]): RpcError {
   const message = violations.map((v) => v.description).join("; ");
   return new RpcError(grpc.status.INVALID_ARGUMENT, message, badRequestMetadata(grpc.status.INVALID_ARGUMENT, message, violations));
+}
+
+/** google.rpc.ErrorInfo reason (domain petstore.v1) of a request_id reused for another request. */
+export const IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED";
+
+/**
+ * A request_id still bound to a different CreatePet request. FAILED_PRECONDITION: the request is
+ * valid in itself but the system's state (the key's binding) forbids it until the key expires,
+ * and retrying it unchanged cannot succeed. The ErrorInfo reason lets callers tell it from other
+ * failed preconditions (the gateway answers 422 idempotency_key_reused).
+ */
+export function idempotencyKeyReused(ttlHours: number): RpcError {
+  const message =
+    `request_id was already used in the last ${ttlHours} hours for a different request ` +
+    "(name, category_id or status differ); send the original request again, or use a new request_id";
+  const code = grpc.status.FAILED_PRECONDITION;
+  return new RpcError(
+    code,
+    message,
+    errorInfoMetadata(code, message, { reason: IDEMPOTENCY_KEY_REUSED, domain: PETSTORE_ERROR_DOMAIN, metadata: { field: "request_id" } }),
+  );
 }
 
 export function notFound(message: string): RpcError {

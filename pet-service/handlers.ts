@@ -9,27 +9,33 @@ import type {
   ListPetsResponse,
 } from "../proto/types.js";
 import { internal, invalidArgument, notFound, RpcError } from "./grpc-errors.js";
+import { createPet, type Clock } from "./idempotency.js";
+import type { PetServiceMetrics } from "./metrics.js";
 import { toProtoPet } from "./proto-mapping.js";
-import { checkListQuery, checkNewPet, checkPetId, type Checked } from "./rules.js";
+import { checkCreatePet, checkListQuery, checkPetId, type Checked } from "./rules.js";
 import type { PetStore } from "./store/pet-store.js";
 
 export interface HandlerDeps {
   store: PetStore;
   logger: Logger;
+  /** Counted and timed per call when given. */
+  metrics?: Pick<PetServiceMetrics, "grpcHandled" | "grpcDuration">;
+  /** Ages CreatePet's idempotency keys; Date.now unless a test moves time. */
+  clock?: Clock;
 }
 
 /** Request ids are echoed into logs; bound them so a caller cannot flood a log line. */
 const REQUEST_ID_MAX_LENGTH = 128;
 
 /** The PetService implementation, keyed by the proto's method names. */
-export function petServiceHandlers({ store, logger }: HandlerDeps): grpc.UntypedServiceImplementation {
+export function petServiceHandlers({ store, logger, metrics, clock = Date.now }: HandlerDeps): grpc.UntypedServiceImplementation {
   const unary = <Req, Res>(method: string, handle: (request: Req) => Promise<Res>) =>
-    unaryHandler(logger.child({ rpc: method }), handle);
+    unaryHandler(logger.child({ rpc: method }), metrics && outcomeRecorder(metrics, method), handle);
 
   return {
-    CreatePet: unary<CreatePetRequest, CreatePetResponse>("CreatePet", async (request) => ({
-      pet: toProtoPet(await store.create(accepted(checkNewPet(request)))),
-    })),
+    CreatePet: unary<CreatePetRequest, CreatePetResponse>("CreatePet", async (request) =>
+      createPet(store, clock, accepted(checkCreatePet(request))),
+    ),
     ListPets: unary<ListPetsRequest, ListPetsResponse>("ListPets", async (request) => ({
       pets: (await store.list(accepted(checkListQuery(request)))).map(toProtoPet),
     })),
@@ -47,29 +53,52 @@ function accepted<T>(checked: Checked<T>): T {
   return checked.value;
 }
 
+/** Records one call's outcome in the metrics; label children are made once per code, not per call. */
+type RecordOutcome = (code: string, seconds: number) => void;
+
+function outcomeRecorder(metrics: NonNullable<HandlerDeps["metrics"]>, method: string): RecordOutcome {
+  const byCode = new Map<string, { handled: { inc(): void }; duration: { observe(value: number): void } }>();
+  return (code, seconds) => {
+    let series = byCode.get(code);
+    if (!series) {
+      series = { handled: metrics.grpcHandled.labels(method, code), duration: metrics.grpcDuration.labels(method, code) };
+      byCode.set(code, series);
+    }
+    series.handled.inc();
+    series.duration.observe(seconds);
+  };
+}
+
 /**
- * Runs one call with a child logger carrying the caller's x-request-id, logs its outcome once,
- * and turns anything but an RpcError into a generic INTERNAL (the detail goes to the log only).
+ * Every PetService call passes through here: runs it with a child logger carrying the caller's
+ * x-request-id, logs its outcome once (rpc, requestId, code, ms), counts and times it by method and
+ * code, and turns anything but an RpcError into a generic INTERNAL (the detail goes to the log only).
  */
 function unaryHandler<Req, Res>(
   logger: Logger,
+  record: RecordOutcome | undefined,
   handle: (request: Req) => Promise<Res>,
 ): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
     const started = performance.now();
     const log = logger.child({ requestId: requestIdOf(call.metadata) });
-    const elapsedMs = () => Math.round((performance.now() - started) * 10) / 10;
+    const finish = (code: string) => {
+      const elapsed = performance.now() - started;
+      record?.(code, elapsed / 1000);
+      return Math.round(elapsed * 10) / 10;
+    };
     handle(call.request).then(
       (response) => {
-        log.info({ code: "OK", ms: elapsedMs() }, "rpc");
+        log.info({ code: "OK", ms: finish("OK") }, "rpc");
         callback(null, response);
       },
       (err: unknown) => {
         if (err instanceof RpcError) {
-          log.info({ code: grpc.status[err.code], details: err.details, ms: elapsedMs() }, "rpc");
+          const code = grpc.status[err.code];
+          log.info({ code, details: err.details, ms: finish(code) }, "rpc");
           callback(err);
         } else {
-          log.error({ code: "INTERNAL", err, ms: elapsedMs() }, "rpc failed");
+          log.error({ code: "INTERNAL", err, ms: finish("INTERNAL") }, "rpc failed");
           callback(internal());
         }
       },

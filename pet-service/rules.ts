@@ -17,6 +17,9 @@ import type { ListQuery, NewPet, PetStatus } from "./store/pet-store.js";
 export const NAME_MAX_LENGTH = 100;
 export const LIST_LIMIT = { min: 1, max: 100, default: 20 } as const;
 export const INT64_MAX = 2n ** 63n - 1n;
+/** CreatePet's request_id (idempotency key): 1..255 printable ASCII characters, as sf-strings allow. */
+export const CREATE_REQUEST_ID_MAX_LENGTH = 255;
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /** C0 and C1 control characters, DEL included: invisible, and they break logs and terminals. */
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/u;
@@ -34,6 +37,21 @@ export function checkNewPet(request: CreatePetRequest): Checked<NewPet> {
   const status = parseStatus(request.status) ?? "available";
   if (isViolation(name) || isViolation(categoryId) || isViolation(status)) return rejected(name, categoryId, status);
   return { ok: true, value: { name, categoryId, status } };
+}
+
+/** A create and its optional idempotency key (absent when request_id is empty). */
+export interface CheckedCreate {
+  pet: NewPet;
+  requestId?: string;
+}
+
+/** checkNewPet plus request_id, every violation reported at once. */
+export function checkCreatePet(request: CreatePetRequest): Checked<CheckedCreate> {
+  const pet = checkNewPet(request);
+  const requestId = parseRequestId(request.requestId);
+  const violations = [...(pet.ok ? [] : pet.violations), ...(isViolation(requestId) ? [requestId] : [])];
+  if (!pet.ok || isViolation(requestId)) return { ok: false, violations };
+  return { ok: true, value: requestId === undefined ? { pet: pet.value } : { pet: pet.value, requestId } };
 }
 
 export function checkListQuery(request: ListPetsRequest): Checked<ListQuery> {
@@ -70,6 +88,18 @@ function parsePositiveInt64(field: string, raw: unknown): bigint | FieldViolatio
     return violation(field, `${field} must be a positive integer no greater than ${INT64_MAX}`);
   }
   return value;
+}
+
+/** "" (proto3's "not set") means none. Taken verbatim: an opaque key, not trimmed. */
+function parseRequestId(raw: unknown): string | undefined | FieldViolation {
+  if (raw === undefined || raw === "") return undefined;
+  if (typeof raw !== "string") return violation("request_id", "request_id must be a string");
+  const length = [...raw].length;
+  if (length > CREATE_REQUEST_ID_MAX_LENGTH) {
+    return violation("request_id", `request_id must be at most ${CREATE_REQUEST_ID_MAX_LENGTH} characters (got ${length})`);
+  }
+  if (!PRINTABLE_ASCII.test(raw)) return violation("request_id", "request_id must be printable ASCII (0x20 to 0x7E)");
+  return raw;
 }
 
 /** 0 (proto3's "not set") means the default. */

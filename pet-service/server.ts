@@ -5,12 +5,16 @@ import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation, protoPath as healthProtoPath } from "grpc-health-check";
 import type { Logger } from "../lib/logger.js";
 import { LOADER_OPTIONS, loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.js";
-import { petServiceHandlers } from "./handlers.js";
+import { petServiceHandlers, type HandlerDeps } from "./handlers.js";
 import type { PetStore } from "./store/pet-store.js";
 
 export interface PetServerDeps {
   store: PetStore;
   logger: Logger;
+  /** Optional: PetService calls are counted and timed by method and code (pet-service/metrics.ts). */
+  metrics?: HandlerDeps["metrics"];
+  /** Ages CreatePet's idempotency keys (Date.now by default). */
+  clock?: HandlerDeps["clock"];
   /** How long shutdown() lets in-flight calls run before cancelling them. */
   shutdownGraceMs?: number;
 }

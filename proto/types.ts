@@ -22,9 +22,13 @@ export interface CreatePetRequest {
   name?: string;
   categoryId?: string;
   status?: PetStatusName;
+  /** Idempotency key; "" (or absent) means none. */
+  requestId?: string;
 }
 export interface CreatePetResponse {
   pet: Pet;
+  /** True when the pet was created by an earlier call with the same requestId. */
+  replayed: boolean;
 }
 export interface GetPetRequest {
   id?: string;

@@ -22,9 +22,33 @@ export interface ListQuery {
   status?: PetStatus;
 }
 
+/** The idempotency key of a create (CreatePetRequest.request_id) and what to check it against. */
+export interface IdempotencyKey {
+  requestId: string;
+  /** Fingerprint of the normalized request: the same key with another fingerprint is refused. */
+  requestHash: string;
+  /** This call's instant (ms since the epoch), stored as the key's creation time. */
+  now: number;
+  /** Keys created at or before this instant (ms) have expired: ignored, and deleted lazily. */
+  expiredAt: number;
+}
+
+export type CreateOnceResult =
+  /** A new pet, stored together with its key. */
+  | { outcome: "created"; pet: Pet }
+  /** The live key already named this request: its pet, and nothing stored. */
+  | { outcome: "replayed"; pet: Pet }
+  /** The live key was first used for a request with another fingerprint: nothing stored. */
+  | { outcome: "key_reused" };
+
 export interface PetStore {
   /** Stores the pet under a new id (unique, increasing, never reused); resolves once it is durable. */
   create(pet: NewPet): Promise<Pet>;
+  /**
+   * create() under an idempotency key, as one transaction: the pet and its key are stored
+   * together or not at all, and concurrent calls with one key store one pet.
+   */
+  createOnce(pet: NewPet, key: IdempotencyKey): Promise<CreateOnceResult>;
   /** The first `limit` pets in ascending id order. */
   list(query: ListQuery): Promise<Pet[]>;
   get(id: bigint): Promise<Pet | undefined>;

@@ -9,6 +9,7 @@ import { service as healthService } from "grpc-health-check";
 import { createLogger } from "../../lib/logger.js";
 import { loadPetStorePackage } from "../../proto/load.js";
 import type { CreatePetRequest, ListPetsRequest, Pet } from "../../proto/types.js";
+import type { PetServiceMetrics } from "../../pet-service/metrics.js";
 import { createServer } from "../../pet-service/server.js";
 import { SqlitePetStore } from "../../pet-service/store/sqlite-pet-store.js";
 
@@ -26,6 +27,8 @@ export interface RunningPetService {
 
 export interface SpawnedPetService extends RunningPetService {
   child: ChildProcess;
+  /** The HTTP port of /metrics and /healthz when METRICS_PORT was set (METRICS_PORT=0 picks a free one). */
+  metricsPort?: number;
   /** Sends the signal (SIGTERM by default), waits for the exit; the exit code, null when killed by a signal. */
   kill(signal?: NodeJS.Signals): Promise<number | null>;
   /** Everything the process wrote to stdout and stderr so far. */
@@ -39,11 +42,18 @@ export async function testDbPath(dbPath?: string): Promise<{ dbPath: string; rem
   return { dbPath: path.join(dir, "pets.sqlite"), remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
-/** The pet service in this process (createServer on a free loopback port, a real SQLite file). */
-export async function startPetService(opts: { dbPath?: string } = {}): Promise<RunningPetService> {
+/**
+ * The pet service in this process (createServer on a free loopback port, a real SQLite file);
+ * `metrics` (createPetServiceMetrics()) is handed to the store and the server, as main does;
+ * `clock` ages idempotency keys (tests move it instead of sleeping).
+ */
+export async function startPetService(
+  opts: { dbPath?: string; metrics?: PetServiceMetrics; clock?: () => number } = {},
+): Promise<RunningPetService> {
   const db = await testDbPath(opts.dbPath);
-  const store = await SqlitePetStore.open(db.dbPath);
-  const pet = createServer({ store, logger: createLogger("pet-service", process.env.LOG_LEVEL ?? "silent") });
+  const { metrics, clock } = opts;
+  const store = await SqlitePetStore.open(db.dbPath, { metrics });
+  const pet = createServer({ store, metrics, clock, logger: createLogger("pet-service", process.env.LOG_LEVEL ?? "silent") });
   const port = await pet.listen("127.0.0.1", 0);
   return {
     address: `127.0.0.1:${port}`,
@@ -74,13 +84,14 @@ export async function spawnPetService(
     return (await exited).code;
   };
   try {
-    const port = await listeningPort(launched);
+    const { port, metricsPort } = await listeningLine(launched);
     const address = `127.0.0.1:${port}`;
     await waitUntilServing(address, launched);
     return {
       child,
       address,
       port,
+      ...(metricsPort !== undefined && { metricsPort }),
       dbPath: db.dbPath,
       kill,
       output,
@@ -142,8 +153,8 @@ function launch(env: Record<string, string>): Launched {
   return { child, output: () => all, exited };
 }
 
-/** The port from the "pet-service listening" log line (PET_SERVICE_PORT=0 picks a free one). */
-function listeningPort({ child, output, exited }: Launched): Promise<number> {
+/** The ports from the "pet-service listening" log line (PET_SERVICE_PORT=0 / METRICS_PORT=0 pick free ones). */
+function listeningLine({ child, output, exited }: Launched): Promise<{ port: number; metricsPort?: number }> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`pet-service did not listen in time:\n${output()}`)), START_TIMEOUT_MS);
     const onData = () => {
@@ -154,7 +165,7 @@ function listeningPort({ child, output, exited }: Launched): Promise<number> {
       if (!line) return;
       clearTimeout(timer);
       child.stdout!.off("data", onData);
-      resolve((JSON.parse(line) as { port: number }).port);
+      resolve(JSON.parse(line) as { port: number; metricsPort?: number });
     };
     child.stdout!.on("data", onData);
     void exited.then(({ code }) => {

@@ -136,6 +136,8 @@ describe("gateway/openapi.json", () => {
     expect([limit.schema.minimum, limit.schema.maximum, limit.schema.default]).toEqual([LIST_LIMIT.min, LIST_LIMIT.max, LIST_LIMIT.default]);
 
     expect(parameter(op("getPet"), "petId").schema).toMatchObject({ type: "integer", format: "int64" });
+    expect(parameter(op("createPet"), "Idempotency-Key")).toMatchObject({ in: "header", required: false });
+    expect(op("createPet").responses["422"]).toEqual({ $ref: "#/components/responses/IdempotencyKeyReused" });
   });
 
   it("describes NewPet and Pet as the gateway and the pet service accept and return them", () => {
@@ -163,7 +165,7 @@ describe("gateway/openapi.json", () => {
   it("documents every status each operation can answer, with the matching Error code", () => {
     const statuses = (id: string) => Object.keys(op(id).responses);
     expect(statuses("listPets")).toEqual(["200", "400", "401", "429", "500", "503", "504"]);
-    expect(statuses("createPet")).toEqual(["201", "400", "401", "413", "415", "429", "500", "503", "504"]);
+    expect(statuses("createPet")).toEqual(["201", "400", "401", "413", "415", "422", "429", "500", "503", "504"]);
     expect(statuses("getPet")).toEqual(["200", "400", "401", "404", "410", "429", "500", "503", "504"]);
     const all = [
       ...operations().flatMap(({ op }) => Object.entries(op.responses)),

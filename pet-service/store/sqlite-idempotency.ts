@@ -1,0 +1,90 @@
+import type sqlite3 from "sqlite3";
+import type { CreateOnceResult, IdempotencyKey, Pet, PetStatus } from "./pet-store.js";
+
+/**
+ * Idempotency keys of CreatePet (request_id), kept beside the pets in the same SQLite file so a
+ * key and its pet are written in one transaction: a crash never leaves one without the other.
+ * `created_at` is in ms since the epoch, from the service's clock; `pet_id` is the pet created.
+ */
+export const IDEMPOTENCY_SCHEMA = `
+  CREATE TABLE IF NOT EXISTS idempotency_keys (
+    request_id   TEXT    PRIMARY KEY,
+    request_hash TEXT    NOT NULL,
+    pet_id       INTEGER NOT NULL REFERENCES pets (id),
+    created_at   INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys (created_at);
+`;
+
+/** Expired keys deleted per create, at most: cleanup cost stays bounded, and it keeps up with any create rate. */
+export const EXPIRED_KEYS_PER_CREATE = 100;
+
+/** int64 columns as decimal text (see sqlite-pet-store.ts). */
+const SQL = {
+  // IMMEDIATE takes the write lock at once, so a check-then-insert never races another
+  // connection's writer (and never deadlocks upgrading a read lock); busy_timeout makes it wait.
+  begin: "BEGIN IMMEDIATE",
+  commit: "COMMIT",
+  rollback: "ROLLBACK",
+  expire: `DELETE FROM idempotency_keys WHERE rowid IN
+             (SELECT rowid FROM idempotency_keys WHERE created_at <= ? ORDER BY created_at LIMIT ${EXPIRED_KEYS_PER_CREATE})`,
+  find: `SELECT k.request_hash AS requestHash, CAST(pets.id AS TEXT) AS id, pets.name AS name,
+                CAST(pets.category_id AS TEXT) AS categoryId, pets.status AS status
+           FROM idempotency_keys AS k JOIN pets ON pets.id = k.pet_id
+          WHERE k.request_id = ? AND k.created_at > ?`,
+  // An expired key beyond this call's cleanup batch: the new create takes the id over.
+  forget: "DELETE FROM idempotency_keys WHERE request_id = ?",
+  remember: "INSERT INTO idempotency_keys (request_id, request_hash, pet_id, created_at) VALUES (?, ?, CAST(? AS INTEGER), ?)",
+} as const;
+
+interface FoundRow {
+  requestHash: string;
+  id: string;
+  name: string;
+  categoryId: string;
+  status: PetStatus;
+}
+
+/**
+ * The check-and-create of one idempotent create, as one transaction on `db`. The caller must
+ * run no other statement on `db` until it settles (SqlitePetStore serialises its writes), since
+ * a connection has one transaction. `insertPet` stores the pet inside it.
+ */
+export async function createOnceInTransaction(
+  db: sqlite3.Database,
+  key: IdempotencyKey,
+  insertPet: () => Promise<Pet>,
+): Promise<CreateOnceResult> {
+  await run(db, SQL.begin);
+  try {
+    await run(db, SQL.expire, [key.expiredAt]);
+    const [found] = await all<FoundRow>(db, SQL.find, [key.requestId, key.expiredAt]);
+    let result: CreateOnceResult;
+    if (found) {
+      const { requestHash, ...pet } = found;
+      result =
+        requestHash === key.requestHash
+          ? { outcome: "replayed", pet: { ...pet, id: BigInt(pet.id), categoryId: BigInt(pet.categoryId) } }
+          : { outcome: "key_reused" };
+    } else {
+      await run(db, SQL.forget, [key.requestId]);
+      const pet = await insertPet();
+      await run(db, SQL.remember, [key.requestId, key.requestHash, String(pet.id), key.now]);
+      result = { outcome: "created", pet };
+    }
+    await run(db, SQL.commit);
+    return result;
+  } catch (err) {
+    // A failed COMMIT may already have ended the transaction; then ROLLBACK fails too, harmlessly.
+    await run(db, SQL.rollback).catch(() => {});
+    throw err;
+  }
+}
+
+function run(db: sqlite3.Database, sql: string, params: unknown[] = []): Promise<void> {
+  return new Promise((resolve, reject) => db.run(sql, params, (err) => (err ? reject(err) : resolve())));
+}
+
+function all<T>(db: sqlite3.Database, sql: string, params: unknown[]): Promise<T[]> {
+  return new Promise((resolve, reject) => db.all<T>(sql, params, (err, rows) => (err ? reject(err) : resolve(rows))));
+}

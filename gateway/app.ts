@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import express, { type Request, type Response } from "express";
 import type { Logger } from "../lib/logger.js";
-import type { KeyVerifier } from "./auth/api-key.js";
+import type { ApiKey, KeyVerifier } from "./auth/api-key.js";
 import { deprecationHeaders } from "./deprecation.js";
 import { ApiError } from "./errors.js";
 import { errorHandler, sendError } from "./error-handler.js";
@@ -103,7 +103,12 @@ function v1Router(deps: AppDeps): express.Router {
 
 function serve(route: Route, deps: AppDeps): express.RequestHandler {
   return async (req, res) => {
-    const result = await route.handle(req, { pets: deps.pets, clock: deps.clock, requestId: res.locals.requestId });
+    const result = await route.handle(req, {
+      pets: deps.pets,
+      clock: deps.clock,
+      requestId: res.locals.requestId,
+      keyId: (res.locals.apiKey as ApiKey).keyId,
+    });
     if (result.headers) res.set(result.headers);
     res.status(result.status).type("application/json").send(result.body);
   };

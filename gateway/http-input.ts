@@ -58,6 +58,7 @@ export function getPetRequest(req: Request): GetPetRequest {
 }
 
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 
 /** RFC 9651 sf-string: DQUOTE *( %x20-21 / %x23-5B / %x5D-7E / "\" ( DQUOTE / "\" ) ) DQUOTE. */
 const SF_STRING = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/;
@@ -67,8 +68,8 @@ const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
  * The `Idempotency-Key` request header (draft-ietf-httpapi-idempotency-key-header), undefined
  * when absent. The draft makes it an sf-string, `Idempotency-Key: "8e03978e-40d5"`; many
  * clients send the bare value, `Idempotency-Key: 8e03978e-40d5`, so that is accepted too and
- * means the same key. Given once, not empty, printable ASCII; the pet service bounds its length
- * (1..255) and owns what a key means.
+ * means the same key. Given once, 1..255 printable ASCII characters; the pet service owns what
+ * a key means.
  */
 export function idempotencyKey(req: Request): string | undefined {
   const values = req.headersDistinct[IDEMPOTENCY_KEY_HEADER.toLowerCase()];
@@ -84,6 +85,7 @@ export function idempotencyKey(req: Request): string | undefined {
   }
   if (key === "") throw refuse("must not be empty");
   if (!PRINTABLE_ASCII.test(key)) throw refuse("must be printable ASCII");
+  if (key.length > IDEMPOTENCY_KEY_MAX_LENGTH) throw refuse(`Idempotency-Key must be at most ${IDEMPOTENCY_KEY_MAX_LENGTH} characters (got ${key.length})`);
   return key;
 }
 

@@ -10,6 +10,8 @@ export interface RouteContext {
   pets: PetClient;
   clock: Clock;
   requestId: string;
+  /** The verified API key's id (every /v1 operation runs behind auth). */
+  keyId: string;
 }
 
 export interface RouteResult {
@@ -51,9 +53,10 @@ export const ROUTES: readonly Route[] = [
     rpc: "CreatePet",
     hasBody: true,
     async handle(req, ctx) {
-      const requestId = idempotencyKey(req);
+      const key = idempotencyKey(req);
       const request = toCreatePetRequest(jsonBody(req));
-      if (requestId !== undefined) request.requestId = requestId;
+      // Scoped to the caller's API key: two clients that pick the same key never see each other's pets.
+      if (key !== undefined) request.requestId = `${ctx.keyId}:${key}`;
       const { pet, replayed } = await ctx.pets.createPet(request, ctx);
       // A retry under the same Idempotency-Key gets the original 201 again, marked as a replay.
       const headers: Record<string, string> = { Location: `/v1/pets/${pet.id}` };

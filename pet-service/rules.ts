@@ -17,8 +17,11 @@ import type { ListQuery, NewPet, PetStatus } from "./store/pet-store.js";
 export const NAME_MAX_LENGTH = 100;
 export const LIST_LIMIT = { min: 1, max: 100, default: 20 } as const;
 export const INT64_MAX = 2n ** 63n - 1n;
-/** CreatePet's request_id (idempotency key): 1..255 printable ASCII characters, as sf-strings allow. */
-export const CREATE_REQUEST_ID_MAX_LENGTH = 255;
+/**
+ * CreatePet's request_id (idempotency key): printable ASCII, as sf-strings allow. 320 leaves room
+ * for the gateway's `<api key id>:` scope in front of a client's 255-character Idempotency-Key.
+ */
+export const CREATE_REQUEST_ID_MAX_LENGTH = 320;
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /** C0 and C1 control characters, DEL included: invisible, and they break logs and terminals. */

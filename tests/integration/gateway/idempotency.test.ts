@@ -31,8 +31,8 @@ afterAll(async () => {
   await keys?.remove();
 });
 
-function create(body: unknown, idempotencyKey?: string): Promise<Response> {
-  const headers: Record<string, string> = { Authorization: `Bearer ${key}`, "Content-Type": "application/json" };
+function create(body: unknown, idempotencyKey?: string, apiKey = key): Promise<Response> {
+  const headers: Record<string, string> = { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json" };
   if (idempotencyKey !== undefined) headers["Idempotency-Key"] = idempotencyKey;
   return fetch(`${gateway.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify(body) });
 }
@@ -126,6 +126,16 @@ describe("POST /v1/pets with Idempotency-Key", () => {
     expect(later.status).toBe(201);
     expect(later.headers.get("idempotent-replayed")).toBeNull();
     expect(((await later.json()) as { id: number }).id).not.toBe(first.id);
+    expect(await countNamed(name)).toBe(2);
+  });
+
+  it("scopes keys to the API key: another client using the same key string gets its own animal", async () => {
+    const { idempotencyKey, name } = fresh("scoped");
+    const mine = await create({ name, categoryId: 1 }, idempotencyKey);
+    const theirs = await create({ name, categoryId: 2 }, idempotencyKey, keys.issue({ plan: "free" }));
+    expect([mine.status, theirs.status]).toEqual([201, 201]);
+    expect(theirs.headers.get("idempotent-replayed")).toBeNull();
+    expect(((await theirs.json()) as { id: number }).id).not.toBe(((await mine.json()) as { id: number }).id);
     expect(await countNamed(name)).toBe(2);
   });
 

@@ -4,16 +4,11 @@ import os from "node:os";
 import path from "node:path";
 import type { Server } from "node:http";
 import { createLogger } from "../../lib/logger.js";
-import { createApp, type AppDeps } from "../../gateway/app.js";
-import { createKeyVerifier } from "../../gateway/auth/jwt-verifier.js";
-import { watchRevocations } from "../../gateway/auth/revocation-list.js";
-import { createMemoryStore } from "../../gateway/limiter/memory-store.js";
-import type { Limiter } from "../../gateway/limiter/create-limiter.js";
+import type { AppDeps } from "../../gateway/app.js";
+import { loadGatewayConfig } from "../../gateway/config.js";
+import { createGateway } from "../../gateway/gateway.js";
 import type { Clock, LimiterStore } from "../../gateway/limiter/limiter.js";
-import { ANONYMOUS_WINDOWS } from "../../gateway/limiter/plans.js";
 import { createGatewayMetrics, type GatewayMetrics } from "../../gateway/metrics.js";
-import { createPetClient } from "../../gateway/pet-client.js";
-import { notReadyReasons, petServiceHealth } from "../../gateway/readiness.js";
 import { ensureKeyPair, issueKey, type IssueOptions } from "../../keys/index.js";
 
 /** A clock tests move by hand; starts at real time so JWT iat/exp stay meaningful. */
@@ -67,35 +62,23 @@ export interface GatewayOptions {
   overrides?: Partial<AppDeps>;
 }
 
-/** The real gateway app with real collaborators, listening on a free loopback port. */
+/** The real gateway wiring (createGateway from its configuration), listening on a free loopback port. */
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
-  const clock = opts.clock ?? Date.now;
-  const logger = createLogger("gateway-test", "silent");
-  const revocations = watchRevocations({ keysDir: opts.keysDir, pollMs: 100 });
-  const verifier = createKeyVerifier({ keysDir: opts.keysDir, clock, revocations });
   const metrics = createGatewayMetrics();
-  const limiter =
-    typeof opts.limiter === "function"
-      ? opts.limiter(metrics)
-      : (opts.limiter ?? createMemoryStore({ ban: { after: 20, seconds: 900 }, clock }));
-  const pets = createPetClient({ address: opts.petServiceAddr, timeoutMs: opts.timeoutMs ?? 2000, latency: metrics.grpcDuration });
-  const petHealth = petServiceHealth(opts.petServiceAddr);
-  if ("ready" in limiter && typeof limiter.ready === "function") await (limiter as Limiter).ready(2000);
-  const app = createApp({
-    pets,
-    verifier,
-    limiter,
-    clock,
-    logger,
-    trustProxy: false,
-    bodyLimitBytes: 16 * 1024,
-    anonymousWindows: ANONYMOUS_WINDOWS,
-    metrics,
-    readiness: () => notReadyReasons([petHealth]),
-    upstreams: [],
-    upstreamTimeoutMs: 2000,
-    ...opts.overrides,
+  const config = loadGatewayConfig({
+    PET_SERVICE_ADDR: opts.petServiceAddr,
+    KEYS_DIR: opts.keysDir,
+    PET_SERVICE_TIMEOUT_MS: String(opts.timeoutMs ?? 2000),
   });
+  const gateway = await createGateway(config, {
+    clock: opts.clock ?? Date.now,
+    logger: createLogger("gateway-test", "silent"),
+    metrics,
+    revocationPollMs: 100,
+    ...(opts.limiter ? { limiter: typeof opts.limiter === "function" ? opts.limiter(metrics) : opts.limiter } : {}),
+    ...(opts.overrides ? { overrides: opts.overrides } : {}),
+  });
+  const { app } = gateway;
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, "127.0.0.1", () => resolve(s));
   });
@@ -106,11 +89,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      pets.close();
-      petHealth.close();
-      verifier.close();
-      revocations.close();
-      if (typeof opts.limiter !== "object") await limiter.close();
+      await gateway.close();
     },
   };
 }

@@ -251,3 +251,13 @@ export async function sideConnection(dbPath: string): Promise<{ exec(sql: string
     close: () => new Promise((resolve, reject) => db.close((err) => (err ? reject(err) : resolve()))),
   };
 }
+
+/** The gRPC error a call failed with (fails the test when the call succeeds). */
+export async function rejection(promise: Promise<unknown>): Promise<grpc.ServiceError> {
+  const outcome = await promise.then(
+    (value) => ({ value }),
+    (error: grpc.ServiceError) => ({ error }),
+  );
+  if (!("error" in outcome)) throw new Error(`expected the call to fail, got ${JSON.stringify(outcome.value)}`);
+  return outcome.error;
+}

@@ -5,7 +5,7 @@ import { errorInfoOf, fieldViolationsOf } from "../../../lib/grpc-status-details
 import { IDEMPOTENCY_TTL_MS } from "../../../pet-service/idempotency.js";
 import { EXPIRED_KEYS_PER_CREATE } from "../../../pet-service/store/sqlite-idempotency.js";
 import type { CreatePetRequest, CreatePetResponse } from "../../../proto/types.js";
-import { petClient, startPetService, testDbPath, type PetClient, type RunningPetService } from "../../helpers/pet-service.js";
+import { petClient, rejection, startPetService, testDbPath, type PetClient, type RunningPetService } from "../../helpers/pet-service.js";
 
 // CreatePet with a request_id over real gRPC and a real SQLite file; time moves on an injected clock.
 const clock = { now: Date.UTC(2030, 0, 1) };
@@ -31,14 +31,6 @@ function createPet(request: CreatePetRequest, on: PetClient = client): Promise<C
   );
 }
 
-async function rejection(promise: Promise<unknown>): Promise<grpc.ServiceError> {
-  const outcome = await promise.then(
-    (value) => ({ value }),
-    (error: grpc.ServiceError) => ({ error }),
-  );
-  if (!("error" in outcome)) throw new Error(`expected the call to fail, got ${JSON.stringify(outcome.value)}`);
-  return outcome.error;
-}
 
 /** A read-only look at the database behind the API. */
 async function query<T>(sql: string, params: unknown[] = []): Promise<T[]> {

@@ -9,6 +9,7 @@ import {
   checkHealth,
   HealthClient,
   petClient,
+  rejection,
   sideConnection,
   startPetService,
   type PetClient,
@@ -30,15 +31,6 @@ function freshService(): { service: () => RunningPetService; client: () => PetCl
   return { service: () => service, client: () => client };
 }
 
-/** The gRPC error a call failed with (fails the test when the call succeeds). */
-async function rejection(promise: Promise<unknown>): Promise<grpc.ServiceError> {
-  const outcome = await promise.then(
-    (value) => ({ value }),
-    (error: grpc.ServiceError) => ({ error }),
-  );
-  if (!("error" in outcome)) throw new Error(`expected the call to fail, got ${JSON.stringify(outcome.value)}`);
-  return outcome.error;
-}
 
 const unknownStatus = (n: number) => n as unknown as PetStatusName;
 

@@ -57,20 +57,18 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
 }
 
 /**
- * Node's HTTP parser (Node errors) refused a request before Express saw it, for which ApiError
- * answers (the status is the ApiError's):
- * request line + headers over maxHeaderSize, a malformed request line or header, Content-Length
- * with Transfer-Encoding, a bad chunk, … Node's default answer has no body.
- * TODO(errors.ts): 431 `header_fields_too_large` and 408 `request_timeout` once the registry has them.
+ * The Error for a request Node's HTTP parser refused before Express saw it: request line and
+ * headers over maxHeaderSize, a malformed request line or header, Content-Length beside
+ * Transfer-Encoding, a broken chunk, a request not received within requestTimeout.
  */
 function clientErrorOf(err: { code?: unknown }): ApiError {
   switch (err.code) {
     case "HPE_HEADER_OVERFLOW":
-      return new ApiError("invalid_request", "The request line and headers are too large.");
+      return new ApiError("header_fields_too_large");
     case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
       return new ApiError("payload_too_large", "The chunk extensions of the request body are too large.");
     case "ERR_HTTP_REQUEST_TIMEOUT":
-      return new ApiError("invalid_request", "The request was not received in time.");
+      return new ApiError("request_timeout");
     default:
       return new ApiError("invalid_request", "The request is not valid HTTP/1.1.");
   }

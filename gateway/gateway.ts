@@ -1,6 +1,8 @@
+import http from "node:http";
 import type express from "express";
 import type { Logger } from "../lib/logger.js";
 import { createApp, type AppDeps } from "./app.js";
+import { clientErrorHandler } from "./error-handler.js";
 import { createKeyVerifier } from "./auth/jwt-verifier.js";
 import { watchRevocations } from "./auth/revocation-list.js";
 import { upstreamsOf, type GatewayConfig } from "./config.js";
@@ -93,4 +95,14 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
       await limiter.close();
     },
   };
+}
+
+/**
+ * The gateway's HTTP server: parser limits, slow-client timeouts, and a JSON Error body (instead of
+ * Node's empty 400/431) for requests Node's parser refuses before Express sees them.
+ */
+export function createHttpServer(app: express.Express, logger: Logger): http.Server {
+  const server = http.createServer({ maxHeaderSize: 16 * 1024, headersTimeout: 10_000, requestTimeout: 30_000 }, app);
+  server.on("clientError", clientErrorHandler(logger));
+  return server;
 }

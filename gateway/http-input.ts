@@ -3,7 +3,7 @@ import type { GetPetRequest, ListPetsRequest } from "../proto/types.js";
 import { ApiError, invalidRequest, type FieldViolation } from "./errors.js";
 import { toInt64 } from "./int64.js";
 import { parseJsonBody } from "./json-body.js";
-import { STATUS_TO_PROTO, STATUS_VALUES } from "./pet-mapping.js";
+import { STATUS_TO_PROTO, STATUS_VALUES, unknownNameViolations } from "./pet-mapping.js";
 
 /** A query parameter given at most once; repeats are ambiguous, so they are refused. */
 function single(query: Request["query"], name: string, violations: FieldViolation[]): string | undefined {
@@ -18,9 +18,8 @@ function single(query: Request["query"], name: string, violations: FieldViolatio
  * `?Status=sold` silently dropping the filter would answer a different question than was asked.
  */
 function onlyKnown(query: Request["query"], known: readonly string[], violations: FieldViolation[]): void {
-  for (const name of Object.keys(query)) {
-    if (!known.includes(name)) violations.push({ field: name, message: "is not a parameter of this operation" });
-  }
+  const unknown = Object.keys(query).filter((name) => !known.includes(name));
+  violations.push(...unknownNameViolations(unknown, () => "is not a parameter of this operation"));
 }
 
 const LIMIT = /^[0-9]{1,3}$/;
@@ -91,8 +90,28 @@ export function idempotencyKey(req: Request): string | undefined {
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** The `charset` parameter of a Content-Type, undefined when there is none. */
-const CHARSET_PARAMETER = /;\s*charset\s*=\s*"?([^";\s]*)/i;
+// RFC 9110 §8.3.1: media-type = type "/" subtype parameters; parameters = *( OWS ";" OWS [ parameter ] ).
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const QUOTED_STRING = '"(?:[\\t \\x21\\x23-\\x5b\\x5d-\\x7e\\x80-\\xff]|\\\\[\\t \\x20-\\x7e\\x80-\\xff])*"';
+// Each run of whitespace has one reading (before a ";", before a parameter, or at the end), so
+// a hostile header cannot make the match backtrack.
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}((?:[ \\t]*;(?:[ \\t]*${TOKEN}=(?:${TOKEN}|${QUOTED_STRING}))?)*)[ \\t]*$`);
+const PARAMETER = new RegExp(`(${TOKEN})=(${TOKEN}|${QUOTED_STRING})`, "g");
+
+/**
+ * The parameters of a well-formed Content-Type (names lower-cased, quoted values unquoted), or
+ * undefined when the header does not follow the media-type grammar.
+ */
+function mediaTypeParameters(header: string): Map<string, string> | undefined {
+  const match = MEDIA_TYPE.exec(header);
+  if (!match) return undefined;
+  const parameters = new Map<string, string>();
+  for (const [, name, value] of match[1]!.matchAll(PARAMETER)) {
+    parameters.set(name!.toLowerCase(), value!.startsWith('"') ? value!.slice(1, -1).replace(/\\(.)/g, "$1") : value!);
+  }
+  return parameters;
+}
+
 const UTF8 = /^utf-?8$/i;
 
 /**
@@ -107,8 +126,9 @@ export function jsonBody(req: Request): unknown {
   if (!Buffer.isBuffer(raw) || raw.length === 0) {
     throw invalidRequest([{ field: "body", message: "is required (application/json)" }]);
   }
-  if (!req.is(["application/json", "+json"])) throw new ApiError("unsupported_media_type");
-  const charset = CHARSET_PARAMETER.exec(req.get("content-type") ?? "")?.[1];
+  const parameters = mediaTypeParameters(req.get("content-type") ?? "");
+  if (!parameters || !req.is(["application/json", "+json"])) throw new ApiError("unsupported_media_type");
+  const charset = parameters.get("charset");
   if (charset !== undefined && !UTF8.test(charset)) {
     throw new ApiError("unsupported_media_type", "The request body must be application/json in UTF-8 (charset=utf-8, or no charset).");
   }

@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import { runMain } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { loadGatewayConfig } from "./config.js";
-import { createGateway } from "./gateway.js";
+import { createGateway, createHttpServer } from "./gateway.js";
 import { createGatewayMetrics } from "./metrics.js";
 
 await runMain(async () => {
@@ -11,7 +11,7 @@ await runMain(async () => {
   const gateway = await createGateway(config, { clock: Date.now, logger, metrics: createGatewayMetrics({ defaultMetrics: true }) });
   const { app } = gateway;
 
-  const server = app.listen(config.GATEWAY_PORT, config.GATEWAY_HOST, () => {
+  const server = createHttpServer(app, logger).listen(config.GATEWAY_PORT, config.GATEWAY_HOST, () => {
     const { port } = server.address() as AddressInfo;
     logger.info({ port, host: config.GATEWAY_HOST, petService: config.PET_SERVICE_ADDR, redis: Boolean(config.REDIS_URL) }, "gateway listening");
   });

@@ -32,6 +32,26 @@ export function toHttpViolation(v: { field: string; description: string }): Fiel
 }
 
 const NEW_PET_FIELDS = new Set(["name", "categoryId", "status"]);
+
+/** At most this many unknown names are listed, each cut to MAX_ECHOED_NAME code points. */
+const MAX_LISTED_UNKNOWN = 10;
+const MAX_ECHOED_NAME = 64;
+
+/**
+ * Violations for names a client sent that the operation does not define (body fields, query
+ * parameters). They echo client text, so the error stays small whatever the request held: the
+ * first few names, shortened, then a count of the rest.
+ */
+export function unknownNameViolations(names: readonly string[], message: (name: string) => string): FieldViolation[] {
+  const shown = names.slice(0, MAX_LISTED_UNKNOWN).map((name) => {
+    const codePoints = Array.from(name);
+    const field = codePoints.length > MAX_ECHOED_NAME ? `${codePoints.slice(0, MAX_ECHOED_NAME).join("")}…` : name;
+    return { field, message: message(name) };
+  });
+  const rest = names.length - shown.length;
+  return rest > 0 ? [...shown, { field: "…", message: `and ${rest} more not listed` }] : shown;
+}
+
 const DIGITS = /^-?[0-9]+$/;
 
 /**
@@ -54,11 +74,12 @@ export function petsJson(pets: readonly Pet[]): string {
 export function toCreatePetRequest(body: unknown): CreatePetRequest {
   if (!isJsonObject(body)) throw invalidRequest([{ field: "body", message: "must be a JSON object (NewPet)" }]);
   const violations: FieldViolation[] = [];
-  for (const field of Object.keys(body)) {
-    if (!NEW_PET_FIELDS.has(field)) {
-      violations.push({ field, message: field === "id" ? "is assigned by the service; do not send it" : "is not a NewPet field" });
-    }
-  }
+  violations.push(
+    ...unknownNameViolations(
+      Object.keys(body).filter((field) => !NEW_PET_FIELDS.has(field)),
+      (field) => (field === "id" ? "is assigned by the service; do not send it" : "is not a NewPet field"),
+    ),
+  );
   const request: CreatePetRequest = {};
 
   if (typeof body.name === "string") {

@@ -6,7 +6,7 @@ import type { Server } from "node:http";
 import { createLogger } from "../../lib/logger.js";
 import type { AppDeps } from "../../gateway/app.js";
 import { loadGatewayConfig } from "../../gateway/config.js";
-import { createGateway } from "../../gateway/gateway.js";
+import { createGateway, createHttpServer } from "../../gateway/gateway.js";
 import type { Clock, LimiterStore } from "../../gateway/limiter/limiter.js";
 import { createGatewayMetrics, type GatewayMetrics } from "../../gateway/metrics.js";
 import { ensureKeyPair, issueKey, type IssueOptions } from "../../keys/index.js";
@@ -80,7 +80,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   const { app } = gateway;
   const server = await new Promise<Server>((resolve) => {
-    const s = app.listen(0, "127.0.0.1", () => resolve(s));
+    const s = createHttpServer(app, createLogger("gateway-test", "silent")).listen(0, "127.0.0.1", () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
   return {

@@ -13,7 +13,7 @@ import type { GatewayMetrics } from "./metrics.js";
 import { opsRouter } from "./ops-routes.js";
 import { requestContext } from "./request-context.js";
 import { ROUTES, type Route } from "./routes.js";
-import { upstreamProxy, type Upstream } from "./upstreams.js";
+import { servedBy, upstreamProxy, type Upstream } from "./upstreams.js";
 
 const OPENAPI_JSON = readFileSync(new URL("./openapi.json", import.meta.url), "utf8");
 
@@ -69,7 +69,7 @@ function v1Router(deps: AppDeps): express.Router {
   // 401/429), and deprecation headers go on every response of a deprecated operation.
   router.use((req, res, next) => {
     const matches = ROUTE_PATTERNS.filter((p) => p.pattern.test(req.path));
-    const upstream = deps.upstreams.find((u) => req.path === u.prefix || req.path.startsWith(`${u.prefix}/`));
+    const upstream = deps.upstreams.find((u) => servedBy(u, req.path));
     if (matches[0]) res.locals.route = `/v1${matches[0].route.path}`;
     else if (upstream) res.locals.route = `/v1${upstream.prefix}/*`;
     const method = req.method === "HEAD" ? "GET" : req.method;

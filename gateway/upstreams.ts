@@ -17,6 +17,10 @@ export interface Upstream {
   target: string;
 }
 
+/** Whether a path under /v1 belongs to `upstream` (its prefix itself or below it, never a look-alike). */
+export const servedBy = (upstream: Upstream, path: string): boolean =>
+  path === upstream.prefix || path.startsWith(`${upstream.prefix}/`);
+
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"]);
 
 /** Connection failures the client can retry later (503) versus slowness (504); anything else is 502. */
@@ -32,7 +36,6 @@ const NETWORK_ERRORS: Readonly<Record<string, ErrorCode>> = {
 export function upstreamProxy(upstream: Upstream, opts: { timeoutMs: number; logger: Logger }): RequestHandler {
   // http-proxy reports its own proxyTimeout as a plain ECONNRESET; remember which were timeouts.
   const timedOut = new WeakSet<IncomingMessage>();
-  const matches = (path: string) => path === upstream.prefix || path.startsWith(`${upstream.prefix}/`);
   const fail = (res: ServerResponse, err: ApiError) => {
     if (!res.headersSent) sendError(res as Response, err);
     else res.destroy();
@@ -40,7 +43,7 @@ export function upstreamProxy(upstream: Upstream, opts: { timeoutMs: number; log
 
   return createProxyMiddleware<IncomingMessage, ServerResponse>({
     target: upstream.target,
-    pathFilter: (path) => matches(path),
+    pathFilter: (path) => servedBy(upstream, path),
     changeOrigin: true,
     xfwd: true,
     proxyTimeout: opts.timeoutMs,

@@ -2,20 +2,39 @@ import type { RequestHandler } from "express";
 import type { Logger } from "../lib/logger.js";
 import type { GatewayMetrics } from "./metrics.js";
 
+interface Series {
+  count: { inc(): void };
+  duration: { observe(seconds: number): void };
+}
+
 /**
  * One log line and one metrics observation per finished request. Labelled by the route template
  * (never the raw path) so metrics keep a bounded number of series; never logs credentials.
  */
 export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger }): RequestHandler {
+  // Label children made once per (route, method, status), not looked up by label object per request.
+  // Bounded: route templates, the methods Node's parser accepts, status codes.
+  const series = new Map<string, Series>();
+  const seriesFor = (route: string, method: string, status: number): Series => {
+    const key = `${route} ${method} ${status}`;
+    let found = series.get(key);
+    if (!found) {
+      const labels = { route, method, status: String(status) };
+      found = { count: deps.metrics.httpRequests.labels(labels), duration: deps.metrics.httpDuration.labels(labels) };
+      series.set(key, found);
+    }
+    return found;
+  };
+
   return (req, res, next) => {
     const start = performance.now();
     res.once("finish", () => {
       const seconds = (performance.now() - start) / 1000;
       // The v1 router labels its requests up front (req.baseUrl is gone by "finish").
       const route: string = res.locals.route ?? (req.route ? (req.route.path as string) : "unmatched");
-      const labels = { route, method: req.method, status: String(res.statusCode) };
-      deps.metrics.httpRequests.inc(labels);
-      deps.metrics.httpDuration.observe(labels, seconds);
+      const observed = seriesFor(route, req.method, res.statusCode);
+      observed.count.inc();
+      observed.duration.observe(seconds);
       deps.logger.info(
         {
           requestId: res.locals.requestId,

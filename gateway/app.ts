@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import express, { type Request, type Response } from "express";
 import type { Logger } from "../lib/logger.js";
 import type { ApiKey, KeyVerifier } from "./auth/api-key.js";
-import { deprecationHeaders } from "./deprecation.js";
+import { deprecationHeaders, type Deprecation } from "./deprecation.js";
 import { ApiError } from "./errors.js";
 import { errorHandler, sendError } from "./error-handler.js";
 import { guard } from "./guard.js";
@@ -20,8 +20,12 @@ const OPENAPI_JSON = readFileSync(new URL("./openapi.json", import.meta.url), "u
 /** Each route's path template as a regular expression over the raw (undecoded) path. */
 const ROUTE_PATTERNS = ROUTES.map((route) => ({
   route,
+  label: `/v1${route.path}`,
   pattern: new RegExp(`^${route.path.replace(/:[A-Za-z]+/g, "[^/]+")}/?$`),
 }));
+
+/** Read-only: sending it does not change it, so one instance serves every 404 (no stack trace per request). */
+const NOT_FOUND = new ApiError("not_found");
 
 export interface AppDeps {
   pets: PetClient;
@@ -50,9 +54,11 @@ export function createApp(deps: AppDeps): express.Express {
   app.set("trust proxy", deps.trustProxy);
   app.use(requestContext());
   app.use(observeRequests(deps));
-  app.use(opsRouter(deps));
+  // /v1 first: the API's requests (nearly all of them) do not walk past the ops routes. The two
+  // never overlap: ops paths are outside /v1, and the v1 router answers everything under /v1.
   app.use("/v1", v1Router(deps));
-  app.use((_req: Request, res: Response) => sendError(res, new ApiError("not_found")));
+  app.use(opsRouter(deps));
+  app.use((_req: Request, res: Response) => sendError(res, NOT_FOUND));
   app.use(errorHandler(deps.logger));
   return app;
 }
@@ -68,12 +74,20 @@ function v1Router(deps: AppDeps): express.Router {
   // Before anything decodes parameters: the route template labels metrics and logs (even for
   // 401/429), and deprecation headers go on every response of a deprecated operation.
   router.use((req, res, next) => {
-    const matches = ROUTE_PATTERNS.filter((p) => p.pattern.test(req.path));
-    const upstream = deps.upstreams.find((u) => servedBy(u, req.path));
-    if (matches[0]) res.locals.route = `/v1${matches[0].route.path}`;
-    else if (upstream) res.locals.route = `/v1${upstream.prefix}/*`;
+    const path = req.path;
     const method = req.method === "HEAD" ? "GET" : req.method;
-    const deprecation = matches.find((p) => p.route.method === method)?.route.deprecation;
+    let route: string | undefined;
+    let deprecation: Deprecation | undefined;
+    for (const p of ROUTE_PATTERNS) {
+      if (!p.pattern.test(path)) continue;
+      route ??= p.label;
+      if (p.route.method === method) deprecation = p.route.deprecation;
+    }
+    if (route === undefined) {
+      const upstream = deps.upstreams.find((u) => servedBy(u, path));
+      if (upstream) route = `/v1${upstream.prefix}/*`;
+    }
+    if (route !== undefined) res.locals.route = route;
     if (deprecation) res.set(deprecationHeaders(deprecation));
     next();
   });
@@ -97,7 +111,7 @@ function v1Router(deps: AppDeps): express.Router {
       sendError(res, new ApiError("method_not_allowed", `Allowed methods: ${allowed.join(", ")}.`));
     });
   }
-  router.use((_req, res) => sendError(res, new ApiError("not_found")));
+  router.use((_req, res) => sendError(res, NOT_FOUND));
   return router;
 }
 
@@ -109,7 +123,25 @@ function serve(route: Route, deps: AppDeps): express.RequestHandler {
       requestId: res.locals.requestId,
       keyId: (res.locals.apiKey as ApiKey).keyId,
     });
-    if (result.headers) res.set(result.headers);
-    res.status(result.status).type("application/json").send(result.body);
+    if (result.headers) for (const name in result.headers) res.setHeader(name, result.headers[name]!);
+    sendJson(req, res, result.status, result.body);
   };
+}
+
+const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+
+/**
+ * What `res.status(status).type("application/json").send(body)` writes, without its per-response
+ * content-type parsing and string-to-Buffer copy. Conditional requests still go through res.send,
+ * whose freshness check (304) they may trigger.
+ */
+function sendJson(req: Request, res: Response, status: number, body: string): void {
+  if (req.headers["if-none-match"] !== undefined || req.headers["if-modified-since"] !== undefined) {
+    res.status(status).type("application/json").send(body);
+    return;
+  }
+  res.statusCode = status;
+  res.setHeader("Content-Type", JSON_CONTENT_TYPE);
+  res.setHeader("Content-Length", Buffer.byteLength(body));
+  res.end(body);
 }

@@ -22,6 +22,21 @@ export interface GuardDeps {
  * (or, without a valid key, against the client address), then refused or let through.
  */
 export function guard(deps: GuardDeps): RequestHandler {
+  // Per verified key (the verifier hands out one frozen object per cached token): its windows,
+  // computed once instead of on every request.
+  const windowsByKey = new WeakMap<ApiKey, readonly WindowLimit[]>();
+  const windowsOf = (apiKey: ApiKey): readonly WindowLimit[] => {
+    let windows = windowsByKey.get(apiKey);
+    if (!windows) windowsByKey.set(apiKey, (windows = windowsFor(apiKey)));
+    return windows;
+  };
+  const decisions = new Map<string, { inc(): void }>();
+  const countDecision = (outcome: string) => {
+    let counter = decisions.get(outcome);
+    if (!counter) decisions.set(outcome, (counter = deps.metrics.limiterDecisions.labels({ outcome })));
+    counter.inc();
+  };
+
   return async (req, res, next) => {
     let apiKey: ApiKey | undefined;
     let authError: AuthError | undefined;
@@ -32,10 +47,11 @@ export function guard(deps: GuardDeps): RequestHandler {
       authError = err;
     }
     const decision = apiKey
-      ? await deps.limiter.hit(subjectForKey(apiKey.keyId), windowsFor(apiKey))
+      ? await deps.limiter.hit(subjectForKey(apiKey.keyId), windowsOf(apiKey))
       : await deps.limiter.hit(subjectForAddress(req.ip ?? "unknown"), deps.anonymousWindows);
-    res.set(rateLimitHeaders(decision));
-    deps.metrics.limiterDecisions.inc({ outcome: decision.outcome });
+    const headers = rateLimitHeaders(decision);
+    for (const name in headers) res.setHeader(name, headers[name]!);
+    countDecision(decision.outcome);
 
     switch (decision.outcome) {
       case "revoked":

@@ -12,6 +12,8 @@ export interface PetServiceMetrics {
   grpcDuration: Histogram<"method" | "code">;
   /** Each SQLite statement by a fixed query name (SQLITE_QUERIES), never by its SQL text. */
   sqliteQueryDuration: Histogram<"query">;
+  /** Creates committed per SQLite transaction (group commit: one fsync for all of them). */
+  sqliteWritesPerCommit: Histogram;
 }
 
 /** The `query` label values: one per prepared statement of SqlitePetStore. */
@@ -46,6 +48,12 @@ export function createPetServiceMetrics(opts: { defaultMetrics?: boolean } = {})
       help: "SQLite statement latency including the wait for the database (busy_timeout, queueing), by query name.",
       labelNames: ["query"],
       buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    sqliteWritesPerCommit: new Histogram({
+      name: "pet_service_sqlite_writes_per_commit",
+      help: "Creates committed together in one SQLite transaction (group commit: one fsync for all of them).",
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
       registers,
     }),
   };

@@ -52,21 +52,31 @@ export function createRedisStore(opts: RedisStoreOptions): LimiterStore {
   redis.defineCommand(COMMAND, { lua: LIMITER_LUA });
   const client = redis as unknown as LimiterCommand;
 
-  return {
-    async hit(subject, windows) {
+  // The script's policy argument per windows array (callers reuse theirs: a plan's, the anonymous
+  // one), validated and formatted once rather than on every request.
+  const policies = new WeakMap<readonly WindowLimit[], string>();
+  const policyFor = (windows: readonly WindowLimit[]): string => {
+    let policy = policies.get(windows);
+    if (policy === undefined) {
       validateWindows(windows);
-      const keys = limiterKeys(subject, windows);
-      const reply = await client[COMMAND](
-        keys.length,
-        ...keys,
-        clock ? String(Math.floor(clock())) : "",
+      policy = [
         ban.after,
         ban.seconds * 1000,
         MAX_BAN_SECONDS * 1000,
         OFFENCE_MEMORY_MS,
         windows.length,
         ...windows.flatMap((w) => [w.windowSeconds * 1000, w.limit, bucketMsFor(w.windowSeconds)]),
-      );
+      ].join(" ");
+      policies.set(windows, policy);
+    }
+    return policy;
+  };
+
+  return {
+    async hit(subject, windows) {
+      const policy = policyFor(windows);
+      const keys = limiterKeys(subject, windows);
+      const reply = await client[COMMAND](keys.length, ...keys, clock ? String(Math.floor(clock())) : "", policy);
       return decisionFromReply(reply, windows);
     },
     async close() {
@@ -75,9 +85,9 @@ export function createRedisStore(opts: RedisStoreOptions): LimiterStore {
   };
 }
 
-/** Turns the script's flat integer reply into a Decision. */
+/** Turns the script's reply (space-separated integers) into a Decision. */
 export function decisionFromReply(reply: unknown, windows: readonly WindowLimit[]): Decision {
-  const values = (Array.isArray(reply) ? reply : []).map(Number);
+  const values = (typeof reply === "string" ? reply.split(" ") : []).map(Number);
   const outcome = OUTCOME_CODES[values[0] ?? -1];
   if (!outcome || values.length !== 3 + 4 * windows.length || values.some((v) => !Number.isFinite(v))) {
     throw new Error(`rate limiter: unexpected script reply ${JSON.stringify(reply)}`);

@@ -10,12 +10,13 @@ KEYS (all share the hash tag {subject}, so the script runs on Redis Cluster):
   4 offences  (hash: n, until)
   5.. one hash per window: "<bucket index>" -> count, "x<bucket index>" -> next bucket index
       (a linked list, oldest to newest), t (running total), o (oldest index), n (newest index)
-ARGV:
+ARGV (few and packed: every argument costs the client encoding it and Redis parsing it):
   1 now in Unix ms, or "" to use Redis TIME (production; tests inject a clock)
-  2 ban after (refusals), 3 ban length ms, 4 max ban length ms, 5 offence memory ms
-  6 number of windows, then per window: window ms, limit, bucket ms
-Reply: { outcome (0 admitted, 1 limited, 2 banned, 3 revoked), now ms, ban until ms,
-         then per window: remaining, reset at ms, release at ms, refused (0/1) }
+  2 the policy, space-separated integers: ban after (refusals), ban length ms, max ban length ms,
+    offence memory ms, number of windows, then per window: window ms, limit, bucket ms
+Reply: one string of space-separated integers (cheaper to decode than an array of integers):
+         outcome (0 admitted, 1 limited, 2 banned, 3 revoked), now ms, ban until ms,
+         then per window: remaining, reset at ms, release at ms, refused (0/1)
 Every key written gets a TTL, so idle subjects disappear.
 ]]
 
@@ -31,11 +32,9 @@ if ARGV[1] == '' then
 else
   now = tonumber(ARGV[1])
 end
-local banAfter = tonumber(ARGV[2])
-local banMs = tonumber(ARGV[3])
-local maxBanMs = tonumber(ARGV[4])
-local offenceMemoryMs = tonumber(ARGV[5])
-local nWindows = tonumber(ARGV[6])
+local policy = {}
+for n in string.gmatch(ARGV[2], '%S+') do policy[#policy + 1] = tonumber(n) end
+local banAfter, banMs, maxBanMs, offenceMemoryMs, nWindows = policy[1], policy[2], policy[3], policy[4], policy[5]
 local REVOKED, BAN, STRIKES, OFFENCES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
 local function expiry(w, index) return (index + 1) * w.bucketMs + w.windowMs end
@@ -44,9 +43,9 @@ local function expiry(w, index) return (index + 1) * w.bucketMs + w.windowMs end
 -- drop the buckets that left the window, oldest first along the links (O(1) per expired bucket).
 local windows = {}
 for i = 1, nWindows do
-  local base = 6 + (i - 1) * 3
-  local w = { key = KEYS[4 + i], windowMs = tonumber(ARGV[base + 1]), limit = tonumber(ARGV[base + 2]),
-              bucketMs = tonumber(ARGV[base + 3]), total = 0, refused = 0 }
+  local base = 5 + (i - 1) * 3
+  local w = { key = KEYS[4 + i], windowMs = policy[base + 1], limit = policy[base + 2],
+              bucketMs = policy[base + 3], total = 0, refused = 0 }
   w.current = math.floor(now / w.bucketMs)
   local head = redis.call('HMGET', w.key, 't', 'o', 'n', int(w.current))
   w.total = tonumber(head[1]) or 0
@@ -106,7 +105,8 @@ local function reply(outcome, banUntil)
     end
     out[#out + 1] = w.refused
   end
-  return out
+  for i = 1, #out do out[i] = int(out[i]) end -- exact integers (tostring would print 1e+15)
+  return table.concat(out, ' ')
 end
 
 if redis.call('EXISTS', REVOKED) == 1 then return reply(3, 0) end

@@ -21,11 +21,6 @@ export const EXPIRED_KEYS_PER_CREATE = 100;
 
 /** int64 columns as decimal text (see sqlite-pet-store.ts). */
 const SQL = {
-  // IMMEDIATE takes the write lock at once, so a check-then-insert never races another
-  // connection's writer (and never deadlocks upgrading a read lock); busy_timeout makes it wait.
-  begin: "BEGIN IMMEDIATE",
-  commit: "COMMIT",
-  rollback: "ROLLBACK",
   expire: `DELETE FROM idempotency_keys WHERE rowid IN
              (SELECT rowid FROM idempotency_keys WHERE created_at <= ? ORDER BY created_at LIMIT ${EXPIRED_KEYS_PER_CREATE})`,
   find: `SELECT k.request_hash AS requestHash, CAST(pets.id AS TEXT) AS id, pets.name AS name,
@@ -46,39 +41,29 @@ interface FoundRow {
 }
 
 /**
- * The check-and-create of one idempotent create, as one transaction on `db`. The caller must
- * run no other statement on `db` until it settles (SqlitePetStore serialises its writes), since
- * a connection has one transaction. `insertPet` stores the pet inside it.
+ * The check-and-create of one idempotent create, on `db` inside a write transaction the caller
+ * has open (BEGIN IMMEDIATE: no other writer can slip between the check and the insert) and
+ * commits: SqlitePetStore runs it in a savepoint of a group commit, so the key and its pet are
+ * stored together or not at all, and nothing is acknowledged before the COMMIT. The caller must
+ * run no other statement on `db` until it settles. `insertPet` stores the pet.
  */
 export async function createOnceInTransaction(
   db: sqlite3.Database,
   key: IdempotencyKey,
   insertPet: () => Promise<Pet>,
 ): Promise<CreateOnceResult> {
-  await run(db, SQL.begin);
-  try {
-    await run(db, SQL.expire, [key.expiredAt]);
-    const [found] = await all<FoundRow>(db, SQL.find, [key.requestId, key.expiredAt]);
-    let result: CreateOnceResult;
-    if (found) {
-      const { requestHash, ...pet } = found;
-      result =
-        requestHash === key.requestHash
-          ? { outcome: "replayed", pet: { ...pet, id: BigInt(pet.id), categoryId: BigInt(pet.categoryId) } }
-          : { outcome: "key_reused" };
-    } else {
-      await run(db, SQL.forget, [key.requestId]);
-      const pet = await insertPet();
-      await run(db, SQL.remember, [key.requestId, key.requestHash, String(pet.id), key.now]);
-      result = { outcome: "created", pet };
-    }
-    await run(db, SQL.commit);
-    return result;
-  } catch (err) {
-    // A failed COMMIT may already have ended the transaction; then ROLLBACK fails too, harmlessly.
-    await run(db, SQL.rollback).catch(() => {});
-    throw err;
+  await run(db, SQL.expire, [key.expiredAt]);
+  const [found] = await all<FoundRow>(db, SQL.find, [key.requestId, key.expiredAt]);
+  if (found) {
+    const { requestHash, ...pet } = found;
+    return requestHash === key.requestHash
+      ? { outcome: "replayed", pet: { ...pet, id: BigInt(pet.id), categoryId: BigInt(pet.categoryId) } }
+      : { outcome: "key_reused" };
   }
+  await run(db, SQL.forget, [key.requestId]);
+  const pet = await insertPet();
+  await run(db, SQL.remember, [key.requestId, key.requestHash, String(pet.id), key.now]);
+  return { outcome: "created", pet };
 }
 
 function run(db: sqlite3.Database, sql: string, params: unknown[] = []): Promise<void> {

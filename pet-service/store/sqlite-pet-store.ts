@@ -8,7 +8,8 @@ import { createOnceInTransaction, IDEMPOTENCY_SCHEMA } from "./sqlite-idempotenc
 /**
  * WAL lets reads run beside the single writer. synchronous=FULL fsyncs the WAL on every commit,
  * so an acknowledged create survives not only a killed process (NORMAL would do for that) but
- * also an OS crash or power loss; the cost is one fsync per create.
+ * also an OS crash or power loss; the cost is one fsync per commit, and group commit (below)
+ * shares that fsync between the creates that arrive together.
  * busy_timeout makes a write wait for another connection's lock (a backup, an operator's shell)
  * instead of failing at once.
  */
@@ -28,6 +29,9 @@ const SCHEMA = `
   ) STRICT;
   CREATE INDEX IF NOT EXISTS pets_by_status ON pets (status, id);
 `;
+
+/** Creates committed together in one transaction, at most (bounds a transaction's length). */
+export const MAX_WRITES_PER_COMMIT = 256;
 
 /**
  * sqlite3 hands INTEGER columns to JS as numbers (rounded above 2^53) and binds BigInt as NULL,
@@ -54,8 +58,8 @@ const QUERY_NAMES: Readonly<Record<QueryKey, SqliteQuery>> = {
 };
 
 export interface SqlitePetStoreOptions {
-  /** Optional: every statement is timed by query name (pet-service/metrics.ts). */
-  metrics?: Pick<PetServiceMetrics, "sqliteQueryDuration">;
+  /** Optional: every statement is timed by query name, and creates per commit counted (pet-service/metrics.ts). */
+  metrics?: Pick<PetServiceMetrics, "sqliteQueryDuration" | "sqliteWritesPerCommit">;
 }
 
 type Observer = { observe(seconds: number): void };
@@ -67,51 +71,84 @@ interface Row {
   status: PetStatus;
 }
 
+/** A create waiting for the next group commit. */
+interface PendingWrite {
+  /** Its statements, run inside the batch's transaction (in a savepoint of its own). */
+  work(): Promise<unknown>;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** Group-commit counters, for tests and operators. */
+export interface CommitStats {
+  /** Transactions committed. */
+  commits: number;
+  /** Creates acknowledged after those commits (replays and refused keys included). */
+  writes: number;
+}
+
+/**
+ * Pets in one SQLite file, on two connections: one writer, and one reader for list/get.
+ *
+ * Group commit: creates queue up and are committed together: when the writer is free it takes
+ * every queued create (up to MAX_WRITES_PER_COMMIT), opens one transaction (BEGIN IMMEDIATE), runs
+ * each create in a savepoint of its own, COMMITs once (one fsync for all of them), and only then
+ * acknowledges each. A create that fails is rolled back to its savepoint and rejected alone; the
+ * others commit. Nothing is acknowledged before its COMMIT has returned, so every acknowledged
+ * create is durable, exactly as with one transaction per create. A lone create is committed at
+ * once (no waiting for company); creates arriving while a commit is in progress form the next batch.
+ *
+ * The reader connection sees committed (hence durable) data only: under WAL a reader never sees
+ * another connection's open transaction, so list/get never show a pet whose commit may still fail.
+ */
 export class SqlitePetStore implements PetStore {
   private closing: Promise<void> | undefined;
-  /**
-   * The tail of the queue of writes. The connection has one transaction, so writes run one at a
-   * time: an autocommit insert issued while createOnce's transaction is open would join it (and
-   * be acknowledged before it is durable). SQLite runs one writer at a time anyway.
-   */
-  private writes: Promise<unknown> = Promise.resolve();
+  private readonly queue: PendingWrite[] = [];
+  /** The running flush (batches until the queue is empty), if any. */
+  private flushing: Promise<void> | undefined;
+  private readonly counters: CommitStats = { commits: 0, writes: 0 };
 
   private constructor(
-    private readonly db: sqlite3.Database,
+    private readonly writer: sqlite3.Database,
+    private readonly reader: sqlite3.Database,
     private readonly statements: Statements,
     /** Label children bound once at open, so timing a query costs no label lookup. */
     private readonly timers: Partial<Record<QueryKey, Observer>>,
+    private readonly batchSizes: Observer | undefined,
   ) {}
 
   /** Opens (creating the file, its directory and the schema when missing) the database at `file`. */
   static async open(file: string, options: SqlitePetStoreOptions = {}): Promise<SqlitePetStore> {
     await mkdir(path.dirname(path.resolve(file)), { recursive: true });
-    const db = await new Promise<sqlite3.Database>((resolve, reject) => {
-      const opened: sqlite3.Database = new sqlite3.Database(file, (err) => (err ? reject(err) : resolve(opened)));
-    });
+    const writer = await openDatabase(file);
+    let reader: sqlite3.Database | undefined;
     try {
-      db.configure("busyTimeout", BUSY_TIMEOUT_MS);
-      await exec(db, PRAGMAS + SCHEMA + IDEMPOTENCY_SCHEMA);
+      await exec(writer, PRAGMAS + SCHEMA + IDEMPOTENCY_SCHEMA);
+      reader = await openDatabase(file);
+      await exec(reader, "PRAGMA query_only = 1;");
       const entries = await Promise.all(
-        Object.entries(SQL).map(async ([key, sql]) => [key, await prepare(db, sql)] as const),
+        Object.entries(SQL).map(async ([key, sql]) => [key, await prepare(key === "insert" ? writer : reader!, sql)] as const),
       );
       const histogram = options.metrics?.sqliteQueryDuration;
       const timers = histogram
         ? Object.fromEntries(Object.entries(QUERY_NAMES).map(([key, query]) => [key, histogram.labels(query)]))
         : {};
-      return new SqlitePetStore(db, Object.fromEntries(entries) as Statements, timers);
+      return new SqlitePetStore(writer, reader, Object.fromEntries(entries) as Statements, timers, options.metrics?.sqliteWritesPerCommit);
     } catch (err) {
-      db.close(() => {});
+      writer.close(() => {});
+      reader?.close(() => {});
       throw err;
     }
   }
 
   create(pet: NewPet): Promise<Pet> {
-    return this.exclusively(() => this.insert(pet));
+    return this.enqueue(() => this.insert(pet));
   }
 
   createOnce(pet: NewPet, key: IdempotencyKey): Promise<CreateOnceResult> {
-    return this.exclusively(() => createOnceInTransaction(this.db, key, () => this.insert(pet)));
+    return this.enqueue(() => createOnceInTransaction(this.writer, key, () => this.insert(pet)));
   }
 
   async list({ limit, status }: ListQuery): Promise<Pet[]> {
@@ -126,35 +163,112 @@ export class SqlitePetStore implements PetStore {
     return row && toPet(row);
   }
 
+  /** Transactions committed and creates acknowledged so far. */
+  commitStats(): CommitStats {
+    return { ...this.counters };
+  }
+
   close(): Promise<void> {
-    // Finalizing queues behind each statement's pending work, so in-flight operations complete
-    // first; a transaction in progress ends (committed or rolled back) before the database closes.
-    this.closing ??= this.writes
+    // Queued creates are committed first; finalizing queues behind each statement's pending
+    // work, so in-flight reads complete; then both connections close.
+    this.closing ??= Promise.resolve()
+      .then(() => this.flushing)
       .then(() =>
         Promise.all(Object.values(this.statements).map((s) => new Promise<void>((resolve) => s.finalize(() => resolve())))),
       )
-      .then(() => new Promise<void>((resolve, reject) => this.db.close((err) => (err ? reject(err) : resolve()))));
+      .then(() => Promise.all([closeDatabase(this.writer), closeDatabase(this.reader)]))
+      .then(() => undefined);
     return this.closing;
   }
 
   private async insert(pet: NewPet): Promise<Pet> {
-    // `all`, not `get`: it steps the statement to completion, so the insert is committed
-    // (and fsynced) before we answer; `get` would leave the write transaction open. Inside
-    // createOnce's transaction the COMMIT there makes it durable.
+    // `all`, not `get`: it steps the statement to completion (`get` would leave it mid-way).
+    // The batch's COMMIT makes it durable.
     const [row] = await this.all("insert", [pet.name, String(pet.categoryId), pet.status]);
     return toPet(row!);
   }
 
-  /** Runs `write` after every write queued before it, alone on the connection. */
-  private exclusively<T>(write: () => Promise<T>): Promise<T> {
-    const run = this.writes.then(() => (this.closing ? Promise.reject(new Error("pet store is closed")) : write()));
-    this.writes = run.catch(() => {});
-    return run;
+  /** Queues a create for the next group commit; settles after that commit (or its failure). */
+  private enqueue<T>(work: () => Promise<T>): Promise<T> {
+    if (this.closing) return Promise.reject(new Error("pet store is closed"));
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      // Started on the next turn of the event loop, so creates that arrived together share the batch.
+      this.flushing ??= new Promise<void>((started) => setImmediate(started)).then(() => this.flush());
+    });
+  }
+
+  private async flush(): Promise<void> {
+    try {
+      while (this.queue.length > 0) await this.commitBatch(this.queue.splice(0, MAX_WRITES_PER_COMMIT));
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+
+  /** One transaction for `batch`: each write in a savepoint, one COMMIT, then every acknowledgement. */
+  private async commitBatch(batch: PendingWrite[]): Promise<void> {
+    const outcomes: Outcome[] = [];
+    /** Set when the transaction as a whole is lost: then nothing of the batch was committed. */
+    let lost: { error: unknown } | undefined;
+    try {
+      await run(this.writer, "BEGIN IMMEDIATE");
+    } catch (error) {
+      for (const write of batch) write.reject(error);
+      return;
+    }
+    for (const write of batch) {
+      try {
+        await run(this.writer, "SAVEPOINT pet_write");
+      } catch (error) {
+        lost = { error };
+        break;
+      }
+      try {
+        const value = await write.work();
+        await run(this.writer, "RELEASE pet_write");
+        outcomes.push({ ok: true, value });
+      } catch (error) {
+        outcomes.push({ ok: false, error });
+        try {
+          await run(this.writer, "ROLLBACK TO pet_write");
+          await run(this.writer, "RELEASE pet_write");
+        } catch (fatal) {
+          // SQLite ended the whole transaction (I/O error, disk full, …): no savepoint to go back to.
+          lost = { error: fatal };
+          break;
+        }
+      }
+    }
+    if (!lost) {
+      try {
+        await run(this.writer, "COMMIT");
+      } catch (error) {
+        lost = { error };
+      }
+    }
+    if (lost) {
+      // A failed COMMIT may already have ended the transaction; then ROLLBACK fails too, harmlessly.
+      await run(this.writer, "ROLLBACK").catch(() => {});
+      batch.forEach((write, i) => {
+        const outcome = outcomes[i];
+        write.reject(outcome && !outcome.ok ? outcome.error : lost.error);
+      });
+      return;
+    }
+    this.counters.commits += 1;
+    this.counters.writes += batch.length;
+    this.batchSizes?.observe(batch.length);
+    batch.forEach((write, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) write.resolve(outcome.value);
+      else write.reject(outcome.error);
+    });
   }
 
   /** Runs a prepared statement to completion; timed (failures included) when metrics are on. */
   private all(key: QueryKey, params: unknown[]): Promise<Row[]> {
-    if (this.closing) return Promise.reject(new Error("pet store is closed"));
+    if (this.closing && key !== "insert") return Promise.reject(new Error("pet store is closed"));
     const timer = this.timers[key];
     const started = timer && performance.now();
     return new Promise((resolve, reject) => {
@@ -171,8 +285,24 @@ function toPet(row: Row): Pet {
   return { id: BigInt(row.id), name: row.name, categoryId: BigInt(row.categoryId), status: row.status };
 }
 
+async function openDatabase(file: string): Promise<sqlite3.Database> {
+  const db = await new Promise<sqlite3.Database>((resolve, reject) => {
+    const opened: sqlite3.Database = new sqlite3.Database(file, (err) => (err ? reject(err) : resolve(opened)));
+  });
+  db.configure("busyTimeout", BUSY_TIMEOUT_MS);
+  return db;
+}
+
+function closeDatabase(db: sqlite3.Database): Promise<void> {
+  return new Promise((resolve, reject) => db.close((err) => (err ? reject(err) : resolve())));
+}
+
 function exec(db: sqlite3.Database, sql: string): Promise<void> {
   return new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));
+}
+
+function run(db: sqlite3.Database, sql: string): Promise<void> {
+  return new Promise((resolve, reject) => db.run(sql, (err) => (err ? reject(err) : resolve())));
 }
 
 function prepare(db: sqlite3.Database, sql: string): Promise<sqlite3.Statement> {

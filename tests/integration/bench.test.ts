@@ -1,0 +1,42 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { expect, it } from "vitest";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+
+/**
+ * CI's smoke of `npm run bench`: the script still starts everything, drives every scenario and
+ * prints its table. Benchmarks are not timed tests: nothing here asserts anything about speed.
+ */
+it("runs bench/run.ts --smoke to the end and prints the table with every scenario", async () => {
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/run.ts", "--smoke"], {
+    cwd: ROOT,
+    // Not our REDIS_URL, PETS_DB, …: the bench starts and configures everything itself.
+    env: Object.fromEntries(["PATH", "HOME", "TMPDIR", "LANG"].flatMap((k) => (process.env[k] ? [[k, process.env[k]!]] : []))),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const killer = setTimeout(() => child.kill("SIGKILL"), 80_000);
+  const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+  clearTimeout(killer);
+
+  expect(code, `bench exited with ${code}:\n${stderr}`).toBe(0);
+  expect(stdout).toContain("| Scenario | req/s (median) | p50 ms | p99 ms | vs (b) |");
+  for (const row of [
+    "| (a) full path: GET /v1/pets?limit=20",
+    "| (b) bare Express: GET /v1/pets, the same bytes",
+    "| (c) auth + limiter only: GET /v1/bench-noop",
+    "| (d) POST /v1/pets",
+    "| (a) full path at LOG_LEVEL=info",
+    "| (b) at half peak:",
+    "| (a) at half peak:",
+    "| (a) at half its own peak:",
+  ]) {
+    expect(stdout).toContain(row);
+  }
+  expect(stdout).toMatch(/exactly 1 Redis command per request: 1\.00 \(a\), 1\.00 \(c\), 1\.00 \(d\)/);
+  expect(stdout).toMatch(/Limiter memory per key at 100,000\/day: [\d,]+ bytes/);
+}, 90_000);

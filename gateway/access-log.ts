@@ -1,6 +1,7 @@
 import type { RequestHandler } from "express";
 import type { Logger } from "../lib/logger.js";
 import type { GatewayMetrics } from "./metrics.js";
+import { getOrCreate } from "../lib/get-or-create.js";
 
 interface Series {
   count: { inc(): void };
@@ -15,16 +16,11 @@ export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger 
   // Label children made once per (route, method, status), not looked up by label object per request.
   // Bounded: route templates, the methods Node's parser accepts, status codes.
   const series = new Map<string, Series>();
-  const seriesFor = (route: string, method: string, status: number): Series => {
-    const key = `${route} ${method} ${status}`;
-    let found = series.get(key);
-    if (!found) {
+  const seriesFor = (route: string, method: string, status: number): Series =>
+    getOrCreate(series, `${route} ${method} ${status}`, () => {
       const labels = { route, method, status: String(status) };
-      found = { count: deps.metrics.httpRequests.labels(labels), duration: deps.metrics.httpDuration.labels(labels) };
-      series.set(key, found);
-    }
-    return found;
-  };
+      return { count: deps.metrics.httpRequests.labels(labels), duration: deps.metrics.httpDuration.labels(labels) };
+    });
 
   return (req, res, next) => {
     const start = performance.now();

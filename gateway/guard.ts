@@ -7,6 +7,7 @@ import { rateLimitHeaders } from "./limiter/headers.js";
 import type { LimiterStore, WindowLimit } from "./limiter/limiter.js";
 import { windowsFor } from "./limiter/plans.js";
 import type { GatewayMetrics } from "./metrics.js";
+import { getOrCreate } from "../lib/get-or-create.js";
 
 export interface GuardDeps {
   verifier: KeyVerifier;
@@ -25,17 +26,10 @@ export function guard(deps: GuardDeps): RequestHandler {
   // Per verified key (the verifier hands out one frozen object per cached token): its windows,
   // computed once instead of on every request.
   const windowsByKey = new WeakMap<ApiKey, readonly WindowLimit[]>();
-  const windowsOf = (apiKey: ApiKey): readonly WindowLimit[] => {
-    let windows = windowsByKey.get(apiKey);
-    if (!windows) windowsByKey.set(apiKey, (windows = windowsFor(apiKey)));
-    return windows;
-  };
+  const windowsOf = (apiKey: ApiKey): readonly WindowLimit[] => getOrCreate(windowsByKey, apiKey, () => windowsFor(apiKey));
   const decisions = new Map<string, { inc(): void }>();
-  const countDecision = (outcome: string) => {
-    let counter = decisions.get(outcome);
-    if (!counter) decisions.set(outcome, (counter = deps.metrics.limiterDecisions.labels({ outcome })));
-    counter.inc();
-  };
+  const countDecision = (outcome: string) =>
+    getOrCreate(decisions, outcome, () => deps.metrics.limiterDecisions.labels({ outcome })).inc();
 
   return async (req, res, next) => {
     let apiKey: ApiKey | undefined;

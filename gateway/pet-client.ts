@@ -9,6 +9,7 @@ import type {
   ListPetsRequest,
   ListPetsResponse,
 } from "../proto/types.js";
+import { getOrCreate } from "../lib/get-or-create.js";
 
 /** The gateway's view of PetService: promise-based, one deadline per call, request id passed on. */
 export interface PetClient {
@@ -60,11 +61,8 @@ export function createPetClient(opts: PetClientOptions): PetClient {
     const fn = (client[method] as Unary<Req, Res>).bind(client);
     // Histogram children made once per status code, not looked up by label object per call.
     const byCode = new Map<number, { observe(seconds: number): void }>();
-    const observe = (code: number, seconds: number) => {
-      let child = byCode.get(code);
-      if (!child) byCode.set(code, (child = opts.latency!.labels({ method, code: grpc.status[code] ?? String(code) })));
-      child.observe(seconds);
-    };
+    const observe = (code: number, seconds: number) =>
+      getOrCreate(byCode, code, () => opts.latency!.labels({ method, code: grpc.status[code] ?? String(code) })).observe(seconds);
     return (request: Req, ctx: CallContext): Promise<Res> =>
       new Promise((resolve, reject) => {
         const metadata = new grpc.Metadata();

@@ -14,6 +14,7 @@ import type { PetServiceMetrics } from "./metrics.js";
 import { toProtoPet } from "./proto-mapping.js";
 import { checkCreatePet, checkListQuery, checkPetId, type Checked } from "./rules.js";
 import type { PetStore } from "./store/pet-store.js";
+import { getOrCreate } from "../lib/get-or-create.js";
 
 export interface HandlerDeps {
   store: PetStore;
@@ -59,11 +60,10 @@ type RecordOutcome = (code: string, seconds: number) => void;
 function outcomeRecorder(metrics: NonNullable<HandlerDeps["metrics"]>, method: string): RecordOutcome {
   const byCode = new Map<string, { handled: { inc(): void }; duration: { observe(value: number): void } }>();
   return (code, seconds) => {
-    let series = byCode.get(code);
-    if (!series) {
-      series = { handled: metrics.grpcHandled.labels(method, code), duration: metrics.grpcDuration.labels(method, code) };
-      byCode.set(code, series);
-    }
+    const series = getOrCreate(byCode, code, () => ({
+      handled: metrics.grpcHandled.labels(method, code),
+      duration: metrics.grpcDuration.labels(method, code),
+    }));
     series.handled.inc();
     series.duration.observe(seconds);
   };

@@ -1,8 +1,6 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
+import type { ChildProcess } from "node:child_process";
 import { freePort } from "./net.js";
-
-const ROOT = path.resolve(import.meta.dirname, "../..");
+import { launchTsx } from "./process.js";
 
 /** The real gateway process (`node --import tsx gateway/main.ts`), as operators run it. */
 export interface GatewayProcess {
@@ -15,27 +13,18 @@ export interface GatewayProcess {
 
 export async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
   const port = await freePort();
-  const { REDIS_URL: _never, ...inherited } = process.env;
-  const child = spawn(process.execPath, ["--import", "tsx", "gateway/main.ts"], {
-    cwd: ROOT,
-    env: { ...inherited, GATEWAY_HOST: "127.0.0.1", GATEWAY_PORT: String(port), ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout!.on("data", (chunk) => (output += chunk));
-  child.stderr!.on("data", (chunk) => (output += chunk));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const { child, output, exited } = launchTsx("gateway/main.ts", { GATEWAY_HOST: "127.0.0.1", GATEWAY_PORT: String(port), ...env });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 20_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`gateway exited at start: ${output}`);
+    if (child.exitCode !== null) throw new Error(`gateway exited at start: ${output()}`);
     try {
       await fetch(`${url}/healthz`);
       break;
     } catch {
-      if (Date.now() > deadline) throw new Error(`gateway did not listen: ${output}`);
+      if (Date.now() > deadline) throw new Error(`gateway did not listen: ${output()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  return { url, child, output: () => output, exited };
+  return { url, child, output, exited: exited.then((e) => e.code) };
 }

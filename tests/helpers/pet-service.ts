@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import sqlite3 from "sqlite3";
 import { service as healthService } from "grpc-health-check";
@@ -12,8 +11,8 @@ import type { CreatePetRequest, ListPetsRequest, Pet } from "../../proto/types.j
 import type { PetServiceMetrics } from "../../pet-service/metrics.js";
 import { createServer } from "../../pet-service/server.js";
 import { SqlitePetStore } from "../../pet-service/store/sqlite-pet-store.js";
+import { launchTsx, type Exit, type Launched } from "./process.js";
 
-const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const START_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 12_000;
 
@@ -123,34 +122,9 @@ export async function runPetServiceToExit(env: Record<string, string>): Promise<
   return result;
 }
 
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-interface Launched {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<Exit>;
-}
-
 function launch(env: Record<string, string>): Launched {
-  const child = spawn(process.execPath, ["--import", "tsx", "pet-service/main.ts"], {
-    cwd: REPO_ROOT,
-    // The listening line (info) is how the helper learns the port.
-    env: { ...process.env, PET_SERVICE_HOST: "127.0.0.1", LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  let all = "";
-  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => ((stdout += chunk), (all += chunk)));
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => ((stderr += chunk), (all += chunk)));
-  const exited = new Promise<Exit>((resolve) =>
-    child.once("close", (code) => resolve({ code, stdout, stderr })),
-  );
-  return { child, output: () => all, exited };
+  // The listening line (info) is how the helper learns the port.
+  return launchTsx("pet-service/main.ts", { PET_SERVICE_HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
 }
 
 /** The ports from the "pet-service listening" log line (PET_SERVICE_PORT=0 / METRICS_PORT=0 pick free ones). */

@@ -31,6 +31,8 @@ export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger 
       const observed = seriesFor(route, req.method, res.statusCode);
       observed.count.inc();
       observed.duration.observe(seconds);
+      // The log record is built only when it will be written (LOG_LEVEL may be above info).
+      if (!deps.logger.isLevelEnabled("info")) return;
       deps.logger.info(
         {
           requestId: res.locals.requestId,

@@ -6,6 +6,7 @@ import { errorInfoOf, fieldViolationsOf, PETSTORE_ERROR_DOMAIN } from "../lib/gr
 import { ApiError, invalidRequest, type ErrorCode } from "./errors.js";
 import { GRPC_FALLBACK, GRPC_TO_HTTP } from "./grpc-status.js";
 import { isGrpcError } from "./pet-client.js";
+import { SECURITY_HEADERS } from "./request-context.js";
 import { renameFields, toHttpViolation } from "./pet-mapping.js";
 
 /** Writes an Error body. Every error response of the gateway goes through here. */
@@ -91,8 +92,9 @@ export function clientErrorHandler(logger: Logger): (err: Error & { code?: unkno
         `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\n` +
           "Content-Type: application/json; charset=utf-8\r\n" +
           `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-          "X-Content-Type-Options: nosniff\r\n" +
-          "Cache-Control: no-store\r\n" +
+          Object.entries(SECURITY_HEADERS)
+            .map(([name, value]) => `${name}: ${value}\r\n`)
+            .join("") +
           "Connection: close\r\n\r\n" +
           body,
       );

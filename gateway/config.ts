@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { parseEnv, port } from "../lib/config.js";
-import { parseRedisUrl } from "./limiter/redis-client.js";
+import { redisUrl } from "../lib/redis-client.js";
 import type { Upstream } from "./upstreams.js";
 
 const positiveInt = (fallback: number, what: string) =>
@@ -11,15 +11,6 @@ const trustProxy = z
   .string()
   .default("false")
   .transform((v) => (v === "true" ? true : v === "false" ? false : /^[0-9]+$/.test(v) ? Number(v) : v));
-
-/** REDIS_URL in every form the limiter's client supports (single, cluster, sentinel). */
-export const redisUrl = z.string().superRefine((url, ctx) => {
-  try {
-    parseRedisUrl(url);
-  } catch (err) {
-    ctx.addIssue({ code: "custom", message: (err as Error).message });
-  }
-});
 
 export const GATEWAY_ENV = z.object({
   GATEWAY_HOST: z.string().default("0.0.0.0"),

@@ -1,5 +1,5 @@
 import jwt from "jsonwebtoken";
-import { createRedisClient, whenReady } from "../gateway/limiter/redis-client.js";
+import { createRedisClient, whenReady } from "../lib/redis-client.js";
 import { AuthError } from "../gateway/auth/api-key.js";
 import { verifyTokenSignature } from "../gateway/auth/jwt-verifier.js";
 import { loadPublicKeys } from "../gateway/auth/public-keys.js";

@@ -8,7 +8,7 @@ import type { Logger } from "../../lib/logger.js";
 import { createFallbackStore, type FallbackMetrics } from "./fallback-store.js";
 import type { BanPolicy, Clock, LimiterStore } from "./limiter.js";
 import { createMemoryStore } from "./memory-store.js";
-import { createRedisClient, isRedisReady, whenReady, type RedisClientOptions } from "./redis-client.js";
+import { createRedisClient, isRedisReady, whenReady, type RedisClientOptions } from "../../lib/redis-client.js";
 import { createRedisStore } from "./redis-store.js";
 
 export interface LimiterOptions {

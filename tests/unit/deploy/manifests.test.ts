@@ -19,7 +19,7 @@ import { KEY_ID_PATTERN } from "../../../gateway/auth/api-key.js";
 import { publicKeyPath } from "../../../gateway/auth/public-keys.js";
 import { revokedFilePath } from "../../../gateway/auth/revocation-list.js";
 import { GATEWAY_ENV } from "../../../gateway/config.js";
-import { parseRedisUrl } from "../../../gateway/limiter/redis-client.js";
+import { parseRedisUrl } from "../../../lib/redis-client.js";
 import { privateKeyDir } from "../../../keys/key-pairs.js";
 import { PET_SERVICE_NAME } from "../../../proto/load.js";
 

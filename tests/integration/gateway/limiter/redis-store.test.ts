@@ -15,7 +15,7 @@ import { createFallbackStore, type FallbackStore } from "../../../../gateway/lim
 import type { Decision, LimiterStore, WindowLimit } from "../../../../gateway/limiter/limiter.js";
 import { createMemoryStore } from "../../../../gateway/limiter/memory-store.js";
 import { windowsForLimits } from "../../../../gateway/limiter/plans.js";
-import { createRedisClient, isRedisReady, parseRedisUrl } from "../../../../gateway/limiter/redis-client.js";
+import { createRedisClient, isRedisReady, parseRedisUrl } from "../../../../lib/redis-client.js";
 import { createRedisStore } from "../../../../gateway/limiter/redis-store.js";
 import { redisKey } from "../../../../lib/redis-keys.js";
 import { freePort } from "../../../helpers/net.js";

@@ -1,6 +1,6 @@
 import type { RequestHandler } from "express";
 import { subjectForAddress, subjectForKey } from "../lib/redis-keys.js";
-import { AuthError, type ApiKey, type KeyVerifier } from "./auth/api-key.js";
+import { AuthError, type ApiKey, type KeyVerifier } from "../lib/api-key-format.js";
 import { parseBearer } from "./auth/bearer.js";
 import { ApiError } from "./errors.js";
 import { rateLimitHeaders } from "./limiter/headers.js";

@@ -1,7 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { KEY_ID_PATTERN } from "../gateway/auth/api-key.js";
+import { KEY_ID_PATTERN } from "../lib/api-key-format.js";
 import { publicKeyDir, publicKeyPath } from "../gateway/auth/public-keys.js";
 import { KeysError } from "./errors.js";
 import { withLock, writeFileAtomic } from "./files.js";

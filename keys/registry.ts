@@ -1,7 +1,7 @@
 import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { PLAN_NAMES } from "../gateway/auth/api-key.js";
+import { PLAN_NAMES } from "../lib/api-key-format.js";
 import { readRevokedFile, revokedFilePath, type RevokedFile } from "../gateway/auth/revocation-list.js";
 import { KeysError } from "./errors.js";
 import { withLock, writeFileAtomic } from "./files.js";

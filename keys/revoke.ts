@@ -1,6 +1,6 @@
 import jwt from "jsonwebtoken";
 import { createRedisClient, whenReady } from "../lib/redis-client.js";
-import { AuthError } from "../gateway/auth/api-key.js";
+import { AuthError } from "../lib/api-key-format.js";
 import { verifyTokenSignature } from "../gateway/auth/jwt-verifier.js";
 import { loadPublicKeys } from "../gateway/auth/public-keys.js";
 import { revokedFilePath } from "../gateway/auth/revocation-list.js";

@@ -10,7 +10,7 @@ import {
   PLAN_NAMES,
   type ApiKey,
   type KeyVerifier,
-} from "./api-key.js";
+} from "../../lib/api-key-format.js";
 import { watchPublicKeys } from "./public-keys.js";
 import type { RevocationList } from "./revocation-list.js";
 

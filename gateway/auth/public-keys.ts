@@ -1,7 +1,7 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { KEY_ID_PATTERN } from "./api-key.js";
+import { KEY_ID_PATTERN } from "../../lib/api-key-format.js";
 
 /**
  * The gateway's verification keys: every `KEYS_DIR/public/<kid>.pem` (EC P-256 public keys).

@@ -15,7 +15,7 @@ import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation, type ServingStatus } from "grpc-health-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { KEY_ID_PATTERN } from "../../../gateway/auth/api-key.js";
+import { KEY_ID_PATTERN } from "../../../lib/api-key-format.js";
 import { publicKeyPath } from "../../../gateway/auth/public-keys.js";
 import { revokedFilePath } from "../../../gateway/auth/revocation-list.js";
 import { GATEWAY_ENV } from "../../../gateway/config.js";

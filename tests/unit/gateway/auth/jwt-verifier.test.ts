@@ -2,7 +2,7 @@ import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { AuthError, KEY_AUDIENCE, KEY_ISSUER, type AuthFailure } from "../../../../gateway/auth/api-key.js";
+import { AuthError, KEY_AUDIENCE, KEY_ISSUER, type AuthFailure } from "../../../../lib/api-key-format.js";
 import { createKeyVerifier, MAX_TOKEN_LENGTH, type CachingKeyVerifier } from "../../../../gateway/auth/jwt-verifier.js";
 import { publicKeyPath } from "../../../../gateway/auth/public-keys.js";
 import { watchRevocations, type RevocationList } from "../../../../gateway/auth/revocation-list.js";

@@ -1,6 +1,7 @@
 import type { RequestHandler } from "express";
 import { subjectForAddress, subjectForKey } from "../lib/redis-keys.js";
-import { AuthError, type ApiKey, type KeyVerifier } from "../lib/api-key-format.js";
+import { AuthError, type ApiKey } from "../lib/api-key-format.js";
+import type { KeyVerifier } from "./auth/jwt-verifier.js";
 import { parseBearer } from "./auth/bearer.js";
 import { ApiError } from "./errors.js";
 import { rateLimitHeaders } from "./limiter/headers.js";

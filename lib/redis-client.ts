@@ -1,7 +1,8 @@
 /**
  * The one Redis connection factory (the gateway's limiter, `keys revoke`), tuned to fail fast:
  * a request never waits more than the command timeout (100 ms) for Redis, nothing queues while
- * disconnected, and the client keeps reconnecting in the background (capped backoff) so the gateway returns to Redis by itself.
+ * disconnected, and the client keeps reconnecting in the background (capped backoff) so the
+ * gateway returns to Redis by itself.
  *
  * REDIS_URL forms:
  *   redis://[user:pass@]host:6379[/db]          one server (rediss:// for TLS)

@@ -7,6 +7,7 @@ import { createKeyVerifier } from "./auth/jwt-verifier.js";
 import { watchRevocations } from "./auth/revocation-list.js";
 import { upstreamsOf, type GatewayConfig } from "./config.js";
 import { createLimiter } from "./limiter/create-limiter.js";
+import type { Outage } from "./limiter/fallback-store.js";
 import type { Clock, LimiterStore } from "./limiter/limiter.js";
 import { ANONYMOUS_WINDOWS } from "./limiter/plans.js";
 import { createGatewayMetrics, type GatewayMetrics } from "./metrics.js";
@@ -56,14 +57,17 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
   const petHealth = petServiceHealth(config.PET_SERVICE_ADDR);
 
   let stopping = false;
-  const usingFallback = "usingFallback" in limiter ? (limiter.usingFallback as () => boolean) : () => false;
+  // A partial outage (one Cluster node failing over) keeps the gateway ready: its other subjects
+  // are still limited in Redis and the failing node's from memory, with this replica's share.
+  const outage = "outage" in limiter ? (limiter.outage as () => Outage) : () => "none";
   const checks: ReadinessCheck[] = [
     async () => (stopping ? "shutting down" : undefined),
     petHealth,
-    async () => (config.REDIS_URL && usingFallback() ? "redis unavailable (limiting from memory)" : undefined),
+    async () => (config.REDIS_URL && outage() === "full" ? "redis unavailable (limiting from memory)" : undefined),
   ];
   if ("ready" in limiter && !(await (limiter.ready as (ms: number) => Promise<boolean>)(2000))) {
-    logger.warn("redis not reachable at start; limiting from memory until it is");
+    // Without one heartbeat this replica cannot know its share of any limit: 503 until Redis answers.
+    logger.warn("redis not reachable at start; answering 503 until it is (the number of gateway replicas is unknown)");
   }
 
   const app = createApp({

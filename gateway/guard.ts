@@ -10,6 +10,12 @@ import { windowsFor } from "./limiter/plans.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { getOrCreate } from "../lib/get-or-create.js";
 
+/** Redis unreachable and this replica may admit nothing of the limit (see fallback-store.ts). */
+const LIMITER_UNAVAILABLE = new ApiError(
+  "service_unavailable",
+  "Rate limiting is temporarily unavailable for this key; retry after the time in Retry-After.",
+);
+
 export interface GuardDeps {
   verifier: KeyVerifier;
   limiter: LimiterStore;
@@ -55,6 +61,8 @@ export function guard(deps: GuardDeps): RequestHandler {
         throw new ApiError("api_key_banned");
       case "limited":
         throw new ApiError("rate_limited");
+      case "unavailable":
+        throw LIMITER_UNAVAILABLE;
       case "admitted":
         break;
     }

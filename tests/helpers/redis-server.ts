@@ -16,7 +16,14 @@ export interface PrivateRedis {
   stop(): Promise<void>;
 }
 
-export async function startRedis(): Promise<PrivateRedis> {
+export interface RedisServerOptions {
+  /** More redis-server arguments (cluster mode, replicaof, a working directory, …). */
+  args?: readonly string[];
+  /** A config file, given first (Sentinel: `redis-server <file> --sentinel`). */
+  configFile?: string;
+}
+
+export async function startRedis(opts: RedisServerOptions = {}): Promise<PrivateRedis> {
   const port = await freePort();
   const handle: PrivateRedis = {
     port,
@@ -28,7 +35,11 @@ export async function startRedis(): Promise<PrivateRedis> {
     async start() {
       handle.process = spawn(
         "redis-server",
-        ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", ""],
+        [
+          ...(opts.configFile ? [opts.configFile] : []),
+          "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", "",
+          ...(opts.args ?? []),
+        ],
         { stdio: "ignore" },
       );
       await waitForPing(port);

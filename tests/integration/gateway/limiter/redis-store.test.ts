@@ -186,7 +186,8 @@ describe("redis store on a private redis-server", () => {
     const callsBefore = primary.calls;
     const second = await store.hit("key:slow", w);
     expect(primary.calls).toBe(callsBefore); // decided from memory without asking Redis again
-    expect([first.outcome, second.outcome]).toEqual(["admitted", "admitted"]); // memory: a fresh count
+    // Memory counted the request Redis admitted before the fault: with `first`, the limit of 2 is used up.
+    expect([first.outcome, second.outcome]).toEqual(["admitted", "limited"]);
     expect(store.usingFallback()).toBe(true);
     expect(await faults()).toBe(1);
     expect(messages().filter((m) => m === "redis unavailable, limiting from memory")).toHaveLength(1);
@@ -297,7 +298,7 @@ describe("fallback store decisions (stub primary)", () => {
     const primary: LimiterStore = { hit: primaryHit, close: async () => {} };
     const fallbackHit = vi.fn(async () => ({ ...decision, outcome: "limited" as const }));
     const { logger, messages } = collectingLogger();
-    const store = createFallbackStore({ primary, fallback: { hit: fallbackHit, close: async () => {} }, logger, clock: () => now, probeIntervalMs: 1000 });
+    const store = createFallbackStore({ primary, fallback: { hit: fallbackHit, record: () => {}, close: async () => {} }, logger, clock: () => now, probeIntervalMs: 1000 });
     const w = windowsForLimits({ perMinute: 1, perDay: 1 });
 
     expect((await store.hit("s", w)).outcome).toBe("limited");

@@ -21,8 +21,8 @@ export interface PrivateCluster {
   /** The node currently master of `slot`, asked of a live node. */
   masterOf(slot: number): Promise<PrivateRedis>;
   /**
-   * Resolves once every live node reports cluster_state:ok and they agree on who serves every
-   * slot; with `replicas`, also once every master has a replica in sync (so a master can fail over).
+   * Resolves once every live node reports cluster_state:ok, a live master serves every slot and
+   * the nodes agree on which; with `replicas`, also once every master has a replica in sync (so a master can fail over).
    */
   waitHealthy(opts?: { replicas?: boolean; timeoutMs?: number }): Promise<void>;
   stop(): Promise<void>;
@@ -80,8 +80,11 @@ export async function startRedisCluster(opts: { masters?: number; nodeTimeoutMs?
             ask(n, async (c) => {
               const shards = (await c.call("CLUSTER", "SLOTS")) as [number, number, ...[string, number][]][];
               const info = String(await c.call("INFO", "replication"));
+              const live = new Set(alive().map((a) => a.port));
               return {
-                ok: String(await c.call("CLUSTER", "INFO")).includes("cluster_state:ok"),
+                ok:
+                  String(await c.call("CLUSTER", "INFO")).includes("cluster_state:ok") &&
+                  shards.every(([, , master]) => live.has(Number(master?.[1]))),
                 synced: !info.includes("role:slave") || info.includes("master_link_status:up"),
                 replicated: shards.every((shard) => shard.length >= 4),
                 slots: JSON.stringify(shards.map(([a, b, m]) => [a, b, m?.[1]]).sort()),

@@ -1,10 +1,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { Redis } from "ioredis";
 import { freePort } from "./net.js";
 
 /**
- * A private redis-server for one test file: a free port, nothing on disk. Tests only ever
- * talk to (and flush) servers they started here, never a shared one.
+ * A private redis-server for one test file: a free port, nothing persisted (a replica's sync
+ * file goes to a temporary directory of its own, removed at stop). Tests only ever talk to
+ * (and flush) servers they started here, never a shared one.
  */
 export interface PrivateRedis {
   port: number;
@@ -25,6 +29,7 @@ export interface RedisServerOptions {
 
 export async function startRedis(opts: RedisServerOptions = {}): Promise<PrivateRedis> {
   const port = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), "petstore-redis-"));
   const handle: PrivateRedis = {
     port,
     url: `redis://127.0.0.1:${port}`,
@@ -37,7 +42,7 @@ export async function startRedis(opts: RedisServerOptions = {}): Promise<Private
         "redis-server",
         [
           ...(opts.configFile ? [opts.configFile] : []),
-          "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", "",
+          "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", "", "--dir", dir,
           ...(opts.args ?? []),
         ],
         { stdio: "ignore" },
@@ -46,6 +51,7 @@ export async function startRedis(opts: RedisServerOptions = {}): Promise<Private
     },
     async stop() {
       await killAndWait(handle.process, "SIGTERM");
+      rmSync(dir, { recursive: true, force: true });
     },
   };
   await handle.start();

@@ -31,6 +31,13 @@ export const GATEWAY_ENV = z.object({
   UPSTREAM_TIMEOUT_MS: positiveInt(5000, "a positive number of milliseconds"),
   SHUTDOWN_DELAY_MS: z.coerce.number({ error: "must be milliseconds" }).int("must be an integer").min(0, "must be ≥ 0").default(0),
   SHUTDOWN_GRACE_MS: positiveInt(10_000, "a positive number of milliseconds"),
+  /** A client must have sent the request line and headers within this (slow clients get 408). */
+  HEADERS_TIMEOUT_MS: positiveInt(10_000, "a positive number of milliseconds"),
+  /** …and the whole request, body included, within this. */
+  REQUEST_TIMEOUT_MS: positiveInt(30_000, "a positive number of milliseconds"),
+}).refine((env) => env.REQUEST_TIMEOUT_MS >= env.HEADERS_TIMEOUT_MS, {
+  path: ["REQUEST_TIMEOUT_MS"],
+  message: "must be at least HEADERS_TIMEOUT_MS",
 });
 
 export type GatewayConfig = Readonly<z.infer<typeof GATEWAY_ENV>>;

@@ -80,7 +80,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   const { app } = gateway;
   const server = await new Promise<Server>((resolve) => {
-    const s = createHttpServer(app, createLogger("gateway-test", "silent")).listen(0, "127.0.0.1", () => resolve(s));
+    const s = createHttpServer(app, createLogger("gateway-test", "silent"), config).listen(0, "127.0.0.1", () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
   return {

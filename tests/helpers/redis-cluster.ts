@@ -3,8 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { Redis } from "ioredis";
-import { startRedis, type PrivateRedis } from "./redis-server.js";
+import { startRedis, withRedisClient, type PrivateRedis } from "./redis-server.js";
 
 const run = promisify(execFile);
 
@@ -50,22 +49,11 @@ export async function startRedisCluster(opts: { masters?: number; nodeTimeoutMs?
     ),
   );
   const alive = () => nodes.filter((n) => n.process.exitCode === null && n.process.signalCode === null);
-  const ask = async <T>(node: PrivateRedis, fn: (c: Redis) => Promise<T>): Promise<T> => {
-    const client = new Redis(node.port, "127.0.0.1", { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
-    client.on("error", () => {});
-    try {
-      await client.connect();
-      return await fn(client);
-    } finally {
-      client.disconnect();
-    }
-  };
-
   const cluster: PrivateCluster = {
     nodes,
     url: `redis+cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(",")}`,
     async masterOf(slot) {
-      const shards = (await ask(alive()[0]!, (c) => c.call("CLUSTER", "SLOTS"))) as [number, number, [string, number]][];
+      const shards = (await withRedisClient(alive()[0]!.port, (c) => c.call("CLUSTER", "SLOTS"))) as [number, number, [string, number]][];
       const shard = shards.find(([from, to]) => slot >= from && slot <= to);
       const port = shard?.[2][1];
       const node = nodes.find((n) => n.port === port);
@@ -77,7 +65,7 @@ export async function startRedisCluster(opts: { masters?: number; nodeTimeoutMs?
       for (;;) {
         const views = await Promise.all(
           alive().map((n) =>
-            ask(n, async (c) => {
+            withRedisClient(n.port, async (c) => {
               const shards = (await c.call("CLUSTER", "SLOTS")) as [number, number, ...[string, number][]][];
               const info = String(await c.call("INFO", "replication"));
               const live = new Set(alive().map((a) => a.port));

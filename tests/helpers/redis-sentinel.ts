@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Redis } from "ioredis";
-import { startRedis, type PrivateRedis } from "./redis-server.js";
+import type { Redis } from "ioredis";
+import { startRedis, withRedisClient, type PrivateRedis } from "./redis-server.js";
 
 /**
  * A private Sentinel setup: a primary, one replica and one Sentinel (quorum 1) watching them,
@@ -40,16 +40,7 @@ export async function startRedisSentinel(): Promise<PrivateSentinel> {
     ].join("\n"),
   );
   const sentinel = await startRedis({ configFile: conf, args: ["--sentinel"] });
-  const ask = async <T>(fn: (c: Redis) => Promise<T>): Promise<T> => {
-    const client = new Redis(sentinel.port, "127.0.0.1", { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
-    client.on("error", () => {});
-    try {
-      await client.connect();
-      return await fn(client);
-    } finally {
-      client.disconnect();
-    }
-  };
+  const ask = <T>(fn: (c: Redis) => Promise<T>): Promise<T> => withRedisClient(sentinel.port, fn);
   const setup: PrivateSentinel = {
     primary,
     replica,

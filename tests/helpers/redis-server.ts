@@ -68,17 +68,20 @@ async function killAndWait(child: ChildProcess, signal: NodeJS.Signals): Promise
 
 async function waitForPing(port: number): Promise<void> {
   const deadline = Date.now() + 10_000;
-  for (;;) {
-    const client = new Redis({ port, host: "127.0.0.1", lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    client.on("error", () => {});
-    try {
-      await client.connect();
-      if ((await client.ping()) === "PONG") return;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
-      await new Promise((r) => setTimeout(r, 50));
-    } finally {
-      client.disconnect();
-    }
+  while ((await withRedisClient(port, (c) => c.ping()).catch(() => undefined)) !== "PONG") {
+    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Runs `fn` with a one-off connection to the redis-server on `port` (admin commands; no retries). */
+export async function withRedisClient<T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis(port, "127.0.0.1", { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    return await fn(client);
+  } finally {
+    client.disconnect();
   }
 }

@@ -6,15 +6,14 @@
  * back in Redis once its replica has taken over.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createLogger } from "../../../lib/logger.js";
 import { subjectForKey, subjectSlot } from "../../../lib/redis-keys.js";
-import { createLimiter, type Limiter } from "../../../gateway/limiter/create-limiter.js";
-import type { GatewayMetrics } from "../../../gateway/metrics.js";
+import type { Limiter } from "../../../gateway/limiter/create-limiter.js";
 import { tokenPayload } from "../../helpers/keys.js";
 import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
 import { startRedisCluster, type PrivateCluster } from "../../helpers/redis-cluster.js";
 import type { PrivateRedis } from "../../helpers/redis-server.js";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { until } from "../../helpers/until.js";
 
 const LIMIT = 10;
 let pets: RunningPetService;
@@ -25,22 +24,7 @@ const gateways: { g: RunningGateway; limiter: Limiter }[] = [];
 beforeAll(async () => {
   [pets, keys, cluster] = await Promise.all([startPetService(), createTestKeys(), startRedisCluster()]);
   for (let i = 0; i < 2; i++) {
-    let limiter!: Limiter;
-    const g = await startGateway({
-      petServiceAddr: pets.address,
-      keysDir: keys.dir,
-      limiter: (metrics: GatewayMetrics) =>
-        (limiter = createLimiter({
-          redisUrl: cluster.url,
-          ban: { after: 1000, seconds: 900 },
-          clock: Date.now,
-          logger: createLogger("gateway", process.env.FAULT_LOG ?? "silent"),
-          metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
-          // Not the 100 ms of production: on a loaded test machine a healthy Redis can miss that.
-          redis: { commandTimeoutMs: 1000 },
-          presence: { intervalMs: 200 },
-        })),
-    });
+    const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: cluster.url });
     gateways.push({ g, limiter });
   }
 });
@@ -60,11 +44,7 @@ interface Probe {
 }
 
 it("keeps the healthy masters' keys limited exactly in Redis while one master fails over", async () => {
-  const deadline = Date.now() + 10_000;
-  while (!gateways.every(({ limiter }) => limiter.liveReplicas() === 2)) {
-    if (Date.now() > deadline) throw new Error("the gateways did not see each other's heartbeat");
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until("both heartbeats count two replicas", () => gateways.every(({ limiter }) => limiter.liveReplicas() === 2));
 
   // One key on each master; the first master's will lose it.
   const byMaster = new Map<PrivateRedis, string>();

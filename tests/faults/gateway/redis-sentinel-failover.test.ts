@@ -7,14 +7,13 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../../lib/logger.js";
 import { redisKey, subjectForKey } from "../../../lib/redis-keys.js";
-import { createLimiter, type Limiter } from "../../../gateway/limiter/create-limiter.js";
-import type { GatewayMetrics } from "../../../gateway/metrics.js";
+import type { Limiter } from "../../../gateway/limiter/create-limiter.js";
 import { tokenPayload } from "../../helpers/keys.js";
 import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
 import { startRedisSentinel, type PrivateSentinel } from "../../helpers/redis-sentinel.js";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { until } from "../../helpers/until.js";
 
 let pets: RunningPetService;
 let keys: TestKeys;
@@ -24,22 +23,7 @@ const gateways: { g: RunningGateway; limiter: Limiter }[] = [];
 beforeAll(async () => {
   [pets, keys, sentinel] = await Promise.all([startPetService(), createTestKeys(), startRedisSentinel()]);
   for (let i = 0; i < 2; i++) {
-    let limiter!: Limiter;
-    const g = await startGateway({
-      petServiceAddr: pets.address,
-      keysDir: keys.dir,
-      limiter: (metrics: GatewayMetrics) =>
-        (limiter = createLimiter({
-          redisUrl: sentinel.url,
-          ban: { after: 1000, seconds: 900 },
-          clock: Date.now,
-          logger: createLogger("gateway", "silent"),
-          metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
-          // Not the 100 ms of production: on a loaded test machine a healthy Redis can miss that.
-          redis: { commandTimeoutMs: 1000 },
-          presence: { intervalMs: 100 },
-        })),
-    });
+    const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: sentinel.url });
     gateways.push({ g, limiter });
   }
 });
@@ -58,14 +42,6 @@ const get = (key: string) =>
     await res.arrayBuffer();
     return { status: res.status, limit: res.headers.get("x-ratelimit-limit") };
   });
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe("Sentinel failover with two gateways", () => {
   let before: string;

@@ -6,37 +6,21 @@
  * times) are printed for README's Reliability table.
  */
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { spawnGateway, type GatewayProcess } from "../../helpers/gateway-process.js";
-import { createTestKeys, type TestKeys } from "../../helpers/gateway.js";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
+import { beforeAll, expect, it } from "vitest";
+import { useGatewayProcess, type GatewayProcess } from "../../helpers/gateway-process.js";
 import { percentile, slowClient, type SlowClient } from "../../helpers/slow-client.js";
 
 const SLOW = 2_000;
 const HEADERS_TIMEOUT_MS = 6_000;
 const REQUEST_TIMEOUT_MS = 9_000;
 const REQUESTS = 300;
-let pets: RunningPetService;
-let keys: TestKeys;
+const ctx = useGatewayProcess({ HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS) });
 let gateway: GatewayProcess;
 let key: string;
 
-beforeAll(async () => {
-  [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
-  gateway = await spawnGateway({
-    PET_SERVICE_ADDR: pets.address,
-    KEYS_DIR: keys.dir,
-    HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-    REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-  });
-  key = keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
-});
-
-afterAll(async () => {
-  gateway?.child.kill("SIGTERM");
-  await gateway?.exited;
-  await pets?.stop();
-  await keys?.remove();
+beforeAll(() => {
+  gateway = ctx.gateway();
+  key = ctx.keys().issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
 });
 
 /** CPU time (ms, user + system) the gateway process has used so far, from /proc. */

@@ -9,7 +9,7 @@ import { closeSync, openSync, rmSync, statfsSync, writeSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
-import { mountLoopExt4, mountRefusal, mountTmpfs, type LoopExt4, type Mounted } from "../../helpers/mounts.js";
+import { mountLoopExt4, mountRefusal, mountTmpfs, type Mounted } from "../../helpers/mounts.js";
 import { freePort } from "../../helpers/net.js";
 import { checkHealth, spawnPetService } from "../../helpers/pet-service.js";
 
@@ -93,6 +93,39 @@ function fill(dir: string): string {
   return filler;
 }
 
+/**
+ * A pet service on a freshly mounted file system, five pets created (and acknowledged) on it,
+ * then `breakIt`; everything torn down afterwards. The names of acknowledged and refused creates
+ * are collected for the durability checks.
+ */
+function onBrokenDisk<M extends Mounted>(mount: () => Promise<M>, breakIt: (disk: M) => void) {
+  const ctx = {
+    disk: undefined as unknown as M,
+    svc: undefined as unknown as Awaited<ReturnType<typeof serviceOn>>,
+    acknowledged: new Map<string, string>(),
+    refused: [] as string[],
+  };
+  let keys: TestKeys;
+  beforeAll(async () => {
+    keys = await createTestKeys();
+    ctx.disk = await mount();
+    ctx.svc = await serviceOn(ctx.disk.dir, keys);
+    for (let i = 0; i < 5; i++) {
+      const name = ctx.svc.nextName("before");
+      const a = await ctx.svc.create(name);
+      expect(a.status).toBe(201);
+      ctx.acknowledged.set(name, a.id!);
+    }
+    breakIt(ctx.disk);
+  });
+  afterAll(async () => {
+    await ctx.svc?.stop();
+    await ctx.disk?.unmount();
+    await keys?.remove();
+  });
+  return ctx;
+}
+
 function expectServiceUnavailable(answers: Answer[]): void {
   for (const a of answers) {
     expect(a.status, JSON.stringify(a)).toBe(503);
@@ -102,122 +135,82 @@ function expectServiceUnavailable(answers: Answer[]): void {
 }
 
 describe.skipIf(refusal !== undefined)("a full disk under the pet service (a 4 MiB tmpfs)", () => {
-  let keys: TestKeys;
-  let disk: Mounted;
-  let svc: Awaited<ReturnType<typeof serviceOn>>;
-  const acknowledged = new Map<string, string>();
-  const refused: string[] = [];
-  let filler: string;
-
-  beforeAll(async () => {
-    keys = await createTestKeys();
-    disk = await mountTmpfs(4 << 20);
-    svc = await serviceOn(disk.dir, keys);
-    for (let i = 0; i < 5; i++) {
-      const name = svc.nextName("before");
-      const a = await svc.create(name);
-      expect(a.status).toBe(201);
-      acknowledged.set(name, a.id!);
-    }
-    filler = fill(disk.dir);
-  });
-
-  afterAll(async () => {
-    await svc?.stop();
-    await disk?.unmount();
-    await keys?.remove();
-  });
+  let filler = "";
+  const ctx = onBrokenDisk(
+    () => mountTmpfs(4 << 20),
+    (disk) => (filler = fill(disk.dir)),
+  );
 
   it("refuses creates with 503 service_unavailable and Retry-After, sequential and concurrent, never 500", async () => {
     const sequential: Answer[] = [];
     for (let i = 0; i < 5; i++) {
-      const name = svc.nextName("full");
-      sequential.push(await svc.create(name, i % 2 ? `idem-${name}` : undefined));
-      refused.push(name);
+      const name = ctx.svc.nextName("full");
+      sequential.push(await ctx.svc.create(name, i % 2 ? `idem-${name}` : undefined));
+      ctx.refused.push(name);
     }
-    const names = Array.from({ length: 20 }, () => svc.nextName("full"));
-    refused.push(...names);
-    const concurrent = await Promise.all(names.map((name, i) => svc.create(name, i % 2 ? `idem-${name}` : undefined)));
+    const names = Array.from({ length: 20 }, () => ctx.svc.nextName("full"));
+    ctx.refused.push(...names);
+    const concurrent = await Promise.all(names.map((name, i) => ctx.svc.create(name, i % 2 ? `idem-${name}` : undefined)));
     expectServiceUnavailable([...sequential, ...concurrent]);
-    expect(await svc.faults("disk_full")).toBeGreaterThanOrEqual(25);
+    expect(await ctx.svc.faults("disk_full")).toBeGreaterThanOrEqual(25);
   });
 
   it("keeps serving reads, stays SERVING and ready", async () => {
-    const listed = await svc.names();
-    for (const [name, id] of acknowledged) expect(listed.get(name)).toBe(id);
-    expect(await svc.getPet(acknowledged.values().next().value!)).toBe(200);
-    expect(await checkHealth(svc.pets().address, "petstore.v1.PetService")).toBe("SERVING");
-    expect(await svc.ready()).toBe(200);
+    const listed = await ctx.svc.names();
+    for (const [name, id] of ctx.acknowledged) expect(listed.get(name)).toBe(id);
+    expect(await ctx.svc.getPet(ctx.acknowledged.values().next().value!)).toBe(200);
+    expect(await checkHealth(ctx.svc.pets().address, "petstore.v1.PetService")).toBe("SERVING");
+    expect(await ctx.svc.ready()).toBe(200);
   });
 
   it("writes resume by themselves once space is freed, and nothing acknowledged is lost across a kill -9", async () => {
     rmSync(filler);
     for (let i = 0; i < 5; i++) {
-      const name = svc.nextName("after");
-      const a = await svc.create(name);
+      const name = ctx.svc.nextName("after");
+      const a = await ctx.svc.create(name);
       expect(a.status).toBe(201);
-      acknowledged.set(name, a.id!);
+      ctx.acknowledged.set(name, a.id!);
     }
-    await svc.crashAndRestart();
-    const listed = await svc.names();
-    for (const [name, id] of acknowledged) expect(listed.get(name), name).toBe(id);
-    for (const name of refused) expect(listed.has(name), name).toBe(false); // a refused create stored nothing
+    await ctx.svc.crashAndRestart();
+    const listed = await ctx.svc.names();
+    for (const [name, id] of ctx.acknowledged) expect(listed.get(name), name).toBe(id);
+    for (const name of ctx.refused) expect(listed.has(name), name).toBe(false); // a refused create stored nothing
   });
 });
 
 describe.skipIf(refusal !== undefined)("a file system turned read-only under the pet service (ext4 on a loop device)", () => {
-  let keys: TestKeys;
-  let disk: LoopExt4;
-  let svc: Awaited<ReturnType<typeof serviceOn>>;
-  const acknowledged = new Map<string, string>();
-  const refused: string[] = [];
-
-  beforeAll(async () => {
-    keys = await createTestKeys();
-    disk = await mountLoopExt4(32);
-    svc = await serviceOn(disk.dir, keys);
-    for (let i = 0; i < 5; i++) {
-      const name = svc.nextName("before");
-      const a = await svc.create(name);
-      expect(a.status).toBe(201);
-      acknowledged.set(name, a.id!);
-    }
-    disk.failReadOnly();
-  });
-
-  afterAll(async () => {
-    await svc?.stop();
-    await disk?.unmount();
-    await keys?.remove();
-  });
+  const ctx = onBrokenDisk(
+    () => mountLoopExt4(32),
+    (disk) => disk.failReadOnly(),
+  );
 
   it("refuses creates with 503 service_unavailable and Retry-After, counted as read_only", async () => {
     const answers: Answer[] = [];
     for (let i = 0; i < 3; i++) {
-      const name = svc.nextName("ro");
-      answers.push(await svc.create(name));
-      refused.push(name);
+      const name = ctx.svc.nextName("ro");
+      answers.push(await ctx.svc.create(name));
+      ctx.refused.push(name);
     }
-    const names = Array.from({ length: 10 }, () => svc.nextName("ro"));
-    refused.push(...names);
-    answers.push(...(await Promise.all(names.map((name) => svc.create(name, `idem-${name}`)))));
+    const names = Array.from({ length: 10 }, () => ctx.svc.nextName("ro"));
+    ctx.refused.push(...names);
+    answers.push(...(await Promise.all(names.map((name) => ctx.svc.create(name, `idem-${name}`)))));
     expectServiceUnavailable(answers);
-    expect(await svc.faults("read_only")).toBeGreaterThanOrEqual(13);
+    expect(await ctx.svc.faults("read_only")).toBeGreaterThanOrEqual(13);
   });
 
   it("keeps serving reads and stays ready", async () => {
-    const listed = await svc.names();
-    for (const [name, id] of acknowledged) expect(listed.get(name)).toBe(id);
-    expect(await svc.ready()).toBe(200);
+    const listed = await ctx.svc.names();
+    for (const [name, id] of ctx.acknowledged) expect(listed.get(name)).toBe(id);
+    expect(await ctx.svc.ready()).toBe(200);
   });
 
   it("after the operator's repair (stop, e2fsck, mount, start) every acknowledged pet is there and writes work", async () => {
-    await svc.pets().kill("SIGTERM");
-    await disk.repairAndRemount();
-    await svc.crashAndRestart(); // the process is already gone: this starts it again
-    const listed = await svc.names();
-    for (const [name, id] of acknowledged) expect(listed.get(name), name).toBe(id);
-    for (const name of refused) expect(listed.has(name), name).toBe(false);
-    expect((await svc.create(svc.nextName("repaired"))).status).toBe(201);
+    await ctx.svc.pets().kill("SIGTERM");
+    await ctx.disk.repairAndRemount();
+    await ctx.svc.crashAndRestart(); // the process is already gone: this starts it again
+    const listed = await ctx.svc.names();
+    for (const [name, id] of ctx.acknowledged) expect(listed.get(name), name).toBe(id);
+    for (const name of ctx.refused) expect(listed.has(name), name).toBe(false);
+    expect((await ctx.svc.create(ctx.svc.nextName("repaired"))).status).toBe(201);
   });
 });

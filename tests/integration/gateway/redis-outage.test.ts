@@ -5,19 +5,17 @@
  * back to Redis when it returns.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../../lib/logger.js";
-import { createLimiter, type Limiter } from "../../../gateway/limiter/create-limiter.js";
-import type { GatewayMetrics } from "../../../gateway/metrics.js";
+import type { Limiter } from "../../../gateway/limiter/create-limiter.js";
 import { tokenPayload } from "../../helpers/keys.js";
 import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
 import { startRedis, type PrivateRedis } from "../../helpers/redis-server.js";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { until } from "../../helpers/until.js";
 
 let pets: RunningPetService;
 let keys: TestKeys;
 let redis: PrivateRedis;
 const running: RunningGateway[] = [];
-const silent = createLogger("test", "silent");
 
 beforeAll(async () => {
   [pets, keys, redis] = await Promise.all([startPetService(), createTestKeys(), startRedis()]);
@@ -30,38 +28,14 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-/** A gateway on the shared Redis with a fast heartbeat; its limiter is returned too. */
 async function gateway(): Promise<{ g: RunningGateway; limiter: Limiter }> {
-  let limiter!: Limiter;
-  const g = await startGateway({
-    petServiceAddr: pets.address,
-    keysDir: keys.dir,
-    limiter: (metrics: GatewayMetrics) =>
-      (limiter = createLimiter({
-        redisUrl: redis.url,
-        ban: { after: 1000, seconds: 900 },
-        clock: Date.now,
-        logger: silent,
-        metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
-        // Not the 100 ms of production: on a loaded test machine a healthy Redis can miss that.
-        redis: { commandTimeoutMs: 1000 },
-        presence: { intervalMs: 100 },
-      })),
-  });
+  const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: redis.url });
   running.push(g);
   return { g, limiter };
 }
 
 const get = (g: RunningGateway, key: string) => fetch(`${g.url}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${key}` } });
 const limit6 = () => keys.issue({ plan: "enterprise", perMinute: 6, perDay: 1000 });
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe("two gateways, Redis killed", () => {
   let a: { g: RunningGateway; limiter: Limiter };
@@ -138,13 +112,7 @@ describe("a gateway that never reached Redis", () => {
   it("does not know its share, so it answers 503 (never admits) until Redis answers", async () => {
     const dead = await startRedis();
     await dead.kill();
-    let limiter!: Limiter;
-    const g = await startGateway({
-      petServiceAddr: pets.address,
-      keysDir: keys.dir,
-      limiter: () =>
-        (limiter = createLimiter({ redisUrl: dead.url, ban: { after: 1000, seconds: 900 }, clock: Date.now, logger: silent, presence: { intervalMs: 100 } })),
-    });
+    const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: dead.url });
     running.push(g);
     const key = limit6();
     const res = await get(g, key);

@@ -5,36 +5,23 @@
  * REQUEST_TIMEOUT_MS (3 s) likewise. Meanwhile other clients are served.
  * (2,000 slow connections at once: tests/faults/gateway/slow-clients.test.ts.)
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { spawnGateway, type GatewayProcess } from "../../helpers/gateway-process.js";
-import { createTestKeys, type TestKeys } from "../../helpers/gateway.js";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
+import { beforeAll, expect, it } from "vitest";
+import { useGatewayProcess, type GatewayProcess } from "../../helpers/gateway-process.js";
 import { slowClient } from "../../helpers/slow-client.js";
 
 const HEADERS_TIMEOUT_MS = 2_000;
 const REQUEST_TIMEOUT_MS = 3_000;
-let pets: RunningPetService;
-let keys: TestKeys;
+const ctx = useGatewayProcess({
+  HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+  REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+  LOG_LEVEL: "warn",
+});
 let gateway: GatewayProcess;
 let key: string;
 
-beforeAll(async () => {
-  [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
-  gateway = await spawnGateway({
-    PET_SERVICE_ADDR: pets.address,
-    KEYS_DIR: keys.dir,
-    HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-    REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-    LOG_LEVEL: "warn",
-  });
-  key = keys.issue();
-});
-
-afterAll(async () => {
-  gateway?.child.kill("SIGTERM");
-  await gateway?.exited;
-  await pets?.stop();
-  await keys?.remove();
+beforeAll(() => {
+  gateway = ctx.gateway();
+  key = ctx.keys().issue();
 });
 
 /** The 408 request_timeout Error, as a JSON body on a closed connection. */

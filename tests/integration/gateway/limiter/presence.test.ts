@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { startPresence, type Presence } from "../../../../gateway/limiter/presence.js";
 import { createRedisClient, whenReady } from "../../../../lib/redis-client.js";
 import { startRedis, type PrivateRedis } from "../../../helpers/redis-server.js";
+import { until } from "../../../helpers/until.js";
 
 let server: PrivateRedis;
 const silent = pino({ level: "silent" });
@@ -34,24 +35,16 @@ async function replica(id: string): Promise<{ presence: Presence; disconnect(): 
   return handle;
 }
 
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 it("counts live replicas: a clean stop leaves at once, a silent death after the TTL; Redis gone keeps the last count", async () => {
   const [a, b, c] = [await replica("a"), await replica("b"), await replica("c")];
-  await until(async () => (await a.presence.beat()) && a.presence.liveReplicas() === 3, "all three are counted");
+  await until("all three are counted", async () => (await a.presence.beat()) && a.presence.liveReplicas() === 3);
 
   await c.presence.close(); // clean stop: removes itself
   expect(await a.presence.beat()).toBe(true);
   expect(a.presence.liveReplicas()).toBe(2);
 
   b.disconnect(); // dies without a word: counted until its last heartbeat is older than the TTL
-  await until(async () => (await a.presence.beat()) && a.presence.liveReplicas() === 1, "b ages out");
+  await until("b ages out", async () => (await a.presence.beat()) && a.presence.liveReplicas() === 1);
 
   await server.kill();
   expect(await a.presence.beat()).toBe(false);

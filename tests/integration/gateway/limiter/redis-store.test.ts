@@ -177,6 +177,7 @@ describe("redis store on a private redis-server", () => {
     await store.hit("key:slow", w);
     // Another client keeps Redis busy for a while (a long-running script).
     const blocker = new Redis(server.url, { maxRetriesPerRequest: 0 });
+    await blocker.ping(); // connected first, so the script starts as soon as it is sent
     const busy = elapsed(() => blocker.eval("local i = 0 while i < 60000000 do i = i + 1 end return i", 0));
     await new Promise((r) => setTimeout(r, 20));
     const [first, firstMs] = await elapsed(() => store.hit("key:slow", w));

@@ -63,7 +63,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
   const checks: ReadinessCheck[] = [
     async () => (stopping ? "shutting down" : undefined),
     petHealth,
-    async () => (config.REDIS_URL && outage() === "full" ? "redis unavailable (limiting from memory)" : undefined),
+    async () => (outage() === "full" ? "redis unavailable (limiting from memory)" : undefined),
   ];
   if ("ready" in limiter && !(await (limiter.ready as (ms: number) => Promise<boolean>)(2000))) {
     // Without one heartbeat this replica cannot know its share of any limit: 503 until Redis answers.

@@ -75,7 +75,9 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   /** Nodes whose outage was logged (and whose return will be). */
   const announced = new Set<string>();
 
-  const outage = (): Outage => (down.has(ALL) || (!sharded && down.size > 0) ? "full" : down.size > 0 ? "partial" : "none");
+  // A client that is not ready is a full outage even before a request has noticed it (readiness asks).
+  const outage = (): Outage =>
+    !isPrimaryReady() || down.has(ALL) || (!sharded && down.size > 0) ? "full" : down.size > 0 ? "partial" : "none";
 
   /** A failed decision (counted), or the client found not ready (counted once, unless already in an outage). */
   function markDown(node: string, retryAt: number, err: unknown): void {

@@ -114,6 +114,7 @@ describe("a gateway that never reached Redis", () => {
     await dead.kill();
     const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: dead.url });
     running.push(g);
+    expect((await fetch(`${g.url}/readyz`)).status).toBe(503); // before any request noticed it
     const key = limit6();
     const res = await get(g, key);
     expect(res.status).toBe(503);

@@ -182,7 +182,8 @@ export interface CallOpts {
 export type PetClient = ServiceClient & {
   create(request: CreatePetRequest, opts?: CallOpts): Promise<Pet>;
   list(request?: ListPetsRequest, opts?: CallOpts): Promise<Pet[]>;
-  get(id: string, opts?: CallOpts): Promise<Pet>;
+  /** `id` undefined sends a request with the field unset. */
+  get(id: string | undefined, opts?: CallOpts): Promise<Pet>;
 };
 
 export function petClient(address: string): PetClient {
@@ -193,7 +194,7 @@ export function petClient(address: string): PetClient {
       (await unary<{ pet: Pet }>(client, "CreatePet", request, opts)).pet,
     list: async (request: ListPetsRequest = {}, opts?: CallOpts) =>
       (await unary<{ pets: Pet[] }>(client, "ListPets", request, opts)).pets,
-    get: async (id: string, opts?: CallOpts) => (await unary<{ pet: Pet }>(client, "GetPet", { id }, opts)).pet,
+    get: async (id: string | undefined, opts?: CallOpts) => (await unary<{ pet: Pet }>(client, "GetPet", { id }, opts)).pet,
   });
 }
 

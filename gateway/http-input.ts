@@ -23,9 +23,15 @@ function onlyKnown(query: Request["query"], known: readonly string[], violations
 }
 
 const LIMIT = /^[0-9]{1,3}$/;
-const LIST_PETS_PARAMETERS = ["limit", "status"];
+const LIST_PETS_PARAMETERS = ["limit", "status", "cursor"];
+/** Far above a real cursor's length (35); bounds what is passed on before the pet service judges it. */
+const CURSOR_MAX_LENGTH = 256;
 
-/** GET /v1/pets query: `limit` an integer 1..100 (default left to the pet service), `status` an enum value. */
+/**
+ * GET /v1/pets query: `limit` an integer 1..100 (default left to the pet service), `status` an
+ * enum value, `cursor` an opaque page token (the pet service checks it: malformed, forged or
+ * cross-filter cursors come back as violations of page_token, shown to the client as `cursor`).
+ */
 export function listPetsRequest(req: Request): ListPetsRequest {
   const violations: FieldViolation[] = [];
   onlyKnown(req.query, LIST_PETS_PARAMETERS, violations);
@@ -41,6 +47,12 @@ export function listPetsRequest(req: Request): ListPetsRequest {
     const proto = STATUS_TO_PROTO.get(status);
     if (proto) request.status = proto;
     else violations.push({ field: "status", message: `must be one of ${STATUS_VALUES.join(", ")}` });
+  }
+  const cursor = single(req.query, "cursor", violations);
+  if (cursor !== undefined) {
+    if (cursor === "") violations.push({ field: "cursor", message: "must not be empty; omit it for the first page" });
+    else if (cursor.length > CURSOR_MAX_LENGTH) violations.push({ field: "cursor", message: "is malformed: send it exactly as the previous page gave it" });
+    else request.pageToken = cursor;
   }
   if (violations.length) throw invalidRequest(violations);
   return request;

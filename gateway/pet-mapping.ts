@@ -21,6 +21,7 @@ const HTTP_FIELD_NAMES: ReadonlyMap<string, string> = new Map([
   ["category_id", "categoryId"],
   ["id", "petId"],
   ["request_id", "Idempotency-Key"],
+  ["page_token", "cursor"],
 ]);
 const PROTO_FIELD = new RegExp(`\\b(${[...HTTP_FIELD_NAMES.keys()].join("|")})\\b`, "g");
 

@@ -35,6 +35,17 @@ export interface Route {
 /** On a createPet answered from an earlier request with the same Idempotency-Key (a common convention). */
 export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
 
+/** The same list with only the cursor new: the client's own limit and status, as it sent them. */
+function nextPageUrl(req: Request, cursor: string): string {
+  const query = new URLSearchParams();
+  for (const name of ["limit", "status"]) {
+    const value = req.query[name];
+    if (typeof value === "string") query.set(name, value);
+  }
+  query.set("cursor", cursor);
+  return `/v1/pets?${query}`;
+}
+
 export const ROUTES: readonly Route[] = [
   {
     operation: "listPets",
@@ -42,8 +53,11 @@ export const ROUTES: readonly Route[] = [
     path: "/pets",
     rpc: "ListPets",
     async handle(req, ctx) {
-      const { pets } = await ctx.pets.listPets(listPetsRequest(req), ctx);
-      return { status: 200, body: petsJson(pets) };
+      const request = listPetsRequest(req);
+      const { pets, nextPageToken } = await ctx.pets.listPets(request, ctx);
+      // RFC 8288: the next page, when more pets may follow; the last page has none.
+      const headers = nextPageToken ? { Link: `<${nextPageUrl(req, nextPageToken)}>; rel="next"` } : undefined;
+      return { status: 200, body: petsJson(pets), ...(headers && { headers }) };
     },
   },
   {

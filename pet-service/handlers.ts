@@ -11,6 +11,8 @@ import type {
 import { internal, invalidArgument, notFound, RpcError } from "./grpc-errors.js";
 import { createPet, type Clock } from "./idempotency.js";
 import type { PetServiceMetrics } from "./metrics.js";
+import { createPageTokens } from "./page-token.js";
+import { listPage } from "./paging.js";
 import { toProtoPet } from "./proto-mapping.js";
 import { checkCreatePet, checkListQuery, checkPetId, namesNoPet, type Checked } from "./rules.js";
 import type { PetStore } from "./store/pet-store.js";
@@ -30,6 +32,7 @@ const REQUEST_ID_MAX_LENGTH = 128;
 
 /** The PetService implementation, keyed by the proto's method names. */
 export function petServiceHandlers({ store, logger, metrics, clock = Date.now }: HandlerDeps): grpc.UntypedServiceImplementation {
+  const pageTokens = createPageTokens(store.pageTokenSecret);
   const unary = <Req, Res>(method: string, handle: (request: Req) => Promise<Res>) =>
     unaryHandler(logger.child({ rpc: method }), metrics && outcomeRecorder(metrics, method), handle);
 
@@ -37,9 +40,9 @@ export function petServiceHandlers({ store, logger, metrics, clock = Date.now }:
     CreatePet: unary<CreatePetRequest, CreatePetResponse>("CreatePet", async (request) =>
       createPet(store, clock, accepted(checkCreatePet(request))),
     ),
-    ListPets: unary<ListPetsRequest, ListPetsResponse>("ListPets", async (request) => ({
-      pets: (await store.list(accepted(checkListQuery(request)))).map(toProtoPet),
-    })),
+    ListPets: unary<ListPetsRequest, ListPetsResponse>("ListPets", async (request) =>
+      listPage(store, pageTokens, accepted(checkListQuery(request, pageTokens))),
+    ),
     GetPet: unary<GetPetRequest, GetPetResponse>("GetPet", async (request) => {
       const id = accepted(checkPetId(request));
       const pet = namesNoPet(id) ? undefined : await store.get(id);

@@ -4,6 +4,7 @@ import {
   type GetPetRequest,
   type ListPetsRequest,
 } from "../proto/types.js";
+import type { PageTokens, TokenProblem } from "./page-token.js";
 import { statusFromProto } from "./proto-mapping.js";
 import type { ListQuery, NewPet, PetStatus } from "./store/pet-store.js";
 
@@ -58,12 +59,24 @@ export function checkCreatePet(request: CreatePetRequest): Checked<CheckedCreate
   return { ok: true, value: requestId === undefined ? { pet: pet.value } : { pet: pet.value, requestId } };
 }
 
-export function checkListQuery(request: ListPetsRequest): Checked<ListQuery> {
+/** A ListPets request: its page size, filter and (after the first page) where the page starts. */
+export function checkListQuery(request: ListPetsRequest, tokens: PageTokens): Checked<ListQuery> {
   const limit = parseLimit(request.limit);
   const status = parseStatus(request.status);
   if (isViolation(limit) || isViolation(status)) return rejected(limit, status);
-  return { ok: true, value: status ? { limit, status } : { limit } };
+  const query: ListQuery = status ? { limit, status } : { limit };
+  const token = request.pageToken ?? "";
+  if (token === "") return { ok: true, value: query };
+  const position = tokens.decode(token, status);
+  if ("problem" in position) return rejected(violation("page_token", PAGE_TOKEN_PROBLEMS[position.problem]));
+  return { ok: true, value: { ...query, afterId: position.afterId } };
 }
+
+const PAGE_TOKEN_PROBLEMS: Readonly<Record<TokenProblem, string>> = {
+  malformed: "page_token is malformed: send it exactly as the previous page gave it",
+  not_issued: "page_token was not issued by this service (altered or forged): send it exactly as the previous page gave it",
+  other_filter: "page_token was issued for another status filter: keep the status of the first page for the whole walk",
+};
 
 /**
  * GetPet's id: required, any int64. Ids the service assigns are positive, so 0 and negative ids

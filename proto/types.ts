@@ -14,9 +14,13 @@ export interface Pet {
 export interface ListPetsRequest {
   limit?: number;
   status?: PetStatusName;
+  /** The previous response's nextPageToken; "" (or absent) for the first page. */
+  pageToken?: string;
 }
 export interface ListPetsResponse {
   pets: Pet[];
+  /** "" on the last page. */
+  nextPageToken: string;
 }
 export interface CreatePetRequest {
   name?: string;

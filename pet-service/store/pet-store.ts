@@ -20,6 +20,8 @@ export interface ListQuery {
   limit: number;
   /** Only pets with this status; every status when absent. */
   status?: PetStatus;
+  /** Only pets with a greater id (keyset paging: where the previous page ended); from the first pet when absent. */
+  afterId?: bigint;
 }
 
 /** The idempotency key of a create (CreatePetRequest.request_id) and what to check it against. */
@@ -49,8 +51,17 @@ export interface PetStore {
    * together or not at all, and concurrent calls with one key store one pet.
    */
   createOnce(pet: NewPet, key: IdempotencyKey): Promise<CreateOnceResult>;
-  /** The first `limit` pets in ascending id order. */
+  /**
+   * The first `limit` pets in ascending id order with an id above `afterId` (and the status, when
+   * given). An index must serve it in that order, without a sort or an OFFSET, so every page costs
+   * the same however deep it is.
+   */
   list(query: ListQuery): Promise<Pet[]>;
+  /**
+   * A random secret (at least 16 bytes) created with the database and kept in it: ListPets signs
+   * its page tokens with it, so every replica on one database, and every restart, accepts them.
+   */
+  readonly pageTokenSecret: Buffer;
   get(id: bigint): Promise<Pet | undefined>;
   /** Lets pending operations finish, then releases the storage. Idempotent. */
   close(): Promise<void>;

@@ -1,4 +1,5 @@
 import type sqlite3 from "sqlite3";
+import { all, run } from "./sqlite-calls.js";
 import type { CreateOnceResult, IdempotencyKey, Pet, PetStatus } from "./pet-store.js";
 
 /**
@@ -64,12 +65,4 @@ export async function createOnceInTransaction(
   const pet = await insertPet();
   await run(db, SQL.remember, [key.requestId, key.requestHash, String(pet.id), key.now]);
   return { outcome: "created", pet };
-}
-
-function run(db: sqlite3.Database, sql: string, params: unknown[] = []): Promise<void> {
-  return new Promise((resolve, reject) => db.run(sql, params, (err) => (err ? reject(err) : resolve())));
-}
-
-function all<T>(db: sqlite3.Database, sql: string, params: unknown[]): Promise<T[]> {
-  return new Promise((resolve, reject) => db.all<T>(sql, params, (err, rows) => (err ? reject(err) : resolve(rows))));
 }

@@ -1,8 +1,9 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import sqlite3 from "sqlite3";
+import type sqlite3 from "sqlite3";
 import type { PetServiceMetrics, SqliteQuery } from "../metrics.js";
 import type { CreateOnceResult, IdempotencyKey, ListQuery, NewPet, Pet, PetStatus, PetStore } from "./pet-store.js";
+import { all, closeDatabase, exec, openDatabase, prepare, run } from "./sqlite-calls.js";
 import { createOnceInTransaction, IDEMPOTENCY_SCHEMA } from "./sqlite-idempotency.js";
 
 /**
@@ -10,10 +11,7 @@ import { createOnceInTransaction, IDEMPOTENCY_SCHEMA } from "./sqlite-idempotenc
  * so an acknowledged create survives not only a killed process (NORMAL would do for that) but
  * also an OS crash or power loss; the cost is one fsync per commit, and group commit (below)
  * shares that fsync between the creates that arrive together.
- * busy_timeout makes a write wait for another connection's lock (a backup, an operator's shell)
- * instead of failing at once.
  */
-const BUSY_TIMEOUT_MS = 5_000;
 const PRAGMAS = `
   PRAGMA journal_mode = WAL;
   PRAGMA synchronous = FULL;
@@ -28,6 +26,11 @@ const SCHEMA = `
     status      TEXT    NOT NULL CHECK (status IN ('available', 'pending', 'sold'))
   ) STRICT;
   CREATE INDEX IF NOT EXISTS pets_by_status ON pets (status, id);
+  CREATE TABLE IF NOT EXISTS secrets (
+    name  TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+  ) STRICT;
+  INSERT OR IGNORE INTO secrets (name, value) VALUES ('page_token', randomblob(32));
 `;
 
 /** Creates committed together in one transaction, at most (bounds a transaction's length). */
@@ -37,16 +40,18 @@ export const MAX_WRITES_PER_COMMIT = 256;
  * sqlite3 hands INTEGER columns to JS as numbers (rounded above 2^53) and binds BigInt as NULL,
  * so int64 values cross the boundary as decimal text in both directions. Filters and ordering
  * name `pets.id`: a bare `id` in ORDER BY would mean the text alias (and sort "10" before "9").
+ * Keyset paging: `pets.id > ?` walks the primary key (every status) or pets_by_status (one
+ * status, whose entries are ordered by id within it), so a page is a range scan, never a sort.
  */
 const COLUMNS = "CAST(id AS TEXT) AS id, name, CAST(category_id AS TEXT) AS categoryId, status";
-const SQL = {
+export const SQLITE_STATEMENTS = {
   insert: `INSERT INTO pets (name, category_id, status) VALUES (?, CAST(? AS INTEGER), ?) RETURNING ${COLUMNS}`,
   get: `SELECT ${COLUMNS} FROM pets WHERE pets.id = CAST(? AS INTEGER)`,
-  list: `SELECT ${COLUMNS} FROM pets ORDER BY pets.id LIMIT ?`,
-  listByStatus: `SELECT ${COLUMNS} FROM pets WHERE status = ? ORDER BY pets.id LIMIT ?`,
+  list: `SELECT ${COLUMNS} FROM pets WHERE pets.id > CAST(? AS INTEGER) ORDER BY pets.id LIMIT ?`,
+  listByStatus: `SELECT ${COLUMNS} FROM pets WHERE status = ? AND pets.id > CAST(? AS INTEGER) ORDER BY pets.id LIMIT ?`,
 } as const;
 
-type QueryKey = keyof typeof SQL;
+type QueryKey = keyof typeof SQLITE_STATEMENTS;
 type Statements = Record<QueryKey, sqlite3.Statement>;
 
 /** The `query` label of each statement in pet_service_sqlite_query_duration_seconds. */
@@ -117,6 +122,7 @@ export class SqlitePetStore implements PetStore {
     /** Label children bound once at open, so timing a query costs no label lookup. */
     private readonly timers: Partial<Record<QueryKey, Observer>>,
     private readonly batchSizes: Observer | undefined,
+    readonly pageTokenSecret: Buffer,
   ) {}
 
   /** Opens (creating the file, its directory and the schema when missing) the database at `file`. */
@@ -129,13 +135,21 @@ export class SqlitePetStore implements PetStore {
       reader = await openDatabase(file);
       await exec(reader, "PRAGMA query_only = 1;");
       const entries = await Promise.all(
-        Object.entries(SQL).map(async ([key, sql]) => [key, await prepare(key === "insert" ? writer : reader!, sql)] as const),
+        Object.entries(SQLITE_STATEMENTS).map(async ([key, sql]) => [key, await prepare(key === "insert" ? writer : reader!, sql)] as const),
       );
+      const [secret] = await all<{ value: Buffer }>(reader, "SELECT value FROM secrets WHERE name = 'page_token'");
       const histogram = options.metrics?.sqliteQueryDuration;
       const timers = histogram
         ? Object.fromEntries(Object.entries(QUERY_NAMES).map(([key, query]) => [key, histogram.labels(query)]))
         : {};
-      return new SqlitePetStore(writer, reader, Object.fromEntries(entries) as Statements, timers, options.metrics?.sqliteWritesPerCommit);
+      return new SqlitePetStore(
+        writer,
+        reader,
+        Object.fromEntries(entries) as Statements,
+        timers,
+        options.metrics?.sqliteWritesPerCommit,
+        secret!.value,
+      );
     } catch (err) {
       writer.close(() => {});
       reader?.close(() => {});
@@ -151,15 +165,14 @@ export class SqlitePetStore implements PetStore {
     return this.enqueue(() => createOnceInTransaction(this.writer, key, () => this.insert(pet)));
   }
 
-  async list({ limit, status }: ListQuery): Promise<Pet[]> {
-    const rows = status
-      ? await this.all("listByStatus", [status, limit])
-      : await this.all("list", [limit]);
+  async list({ limit, status, afterId = 0n }: ListQuery): Promise<Pet[]> {
+    const after = String(afterId);
+    const rows = status ? await this.query("listByStatus", [status, after, limit]) : await this.query("list", [after, limit]);
     return rows.map(toPet);
   }
 
   async get(id: bigint): Promise<Pet | undefined> {
-    const [row] = await this.all("get", [String(id)]);
+    const [row] = await this.query("get", [String(id)]);
     return row && toPet(row);
   }
 
@@ -184,7 +197,7 @@ export class SqlitePetStore implements PetStore {
   private async insert(pet: NewPet): Promise<Pet> {
     // `all`, not `get`: it steps the statement to completion (`get` would leave it mid-way).
     // The batch's COMMIT makes it durable.
-    const [row] = await this.all("insert", [pet.name, String(pet.categoryId), pet.status]);
+    const [row] = await this.query("insert", [pet.name, String(pet.categoryId), pet.status]);
     return toPet(row!);
   }
 
@@ -267,7 +280,7 @@ export class SqlitePetStore implements PetStore {
   }
 
   /** Runs a prepared statement to completion; timed (failures included) when metrics are on. */
-  private all(key: QueryKey, params: unknown[]): Promise<Row[]> {
+  private query(key: QueryKey, params: unknown[]): Promise<Row[]> {
     if (this.closing && key !== "insert") return Promise.reject(new Error("pet store is closed"));
     const timer = this.timers[key];
     const started = timer && performance.now();
@@ -283,30 +296,4 @@ export class SqlitePetStore implements PetStore {
 
 function toPet(row: Row): Pet {
   return { id: BigInt(row.id), name: row.name, categoryId: BigInt(row.categoryId), status: row.status };
-}
-
-async function openDatabase(file: string): Promise<sqlite3.Database> {
-  const db = await new Promise<sqlite3.Database>((resolve, reject) => {
-    const opened: sqlite3.Database = new sqlite3.Database(file, (err) => (err ? reject(err) : resolve(opened)));
-  });
-  db.configure("busyTimeout", BUSY_TIMEOUT_MS);
-  return db;
-}
-
-function closeDatabase(db: sqlite3.Database): Promise<void> {
-  return new Promise((resolve, reject) => db.close((err) => (err ? reject(err) : resolve())));
-}
-
-function exec(db: sqlite3.Database, sql: string): Promise<void> {
-  return new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));
-}
-
-function run(db: sqlite3.Database, sql: string): Promise<void> {
-  return new Promise((resolve, reject) => db.run(sql, (err) => (err ? reject(err) : resolve())));
-}
-
-function prepare(db: sqlite3.Database, sql: string): Promise<sqlite3.Statement> {
-  return new Promise((resolve, reject) => {
-    const statement = db.prepare(sql, (err) => (err ? reject(err) : resolve(statement)));
-  });
 }

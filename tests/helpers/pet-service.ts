@@ -7,7 +7,7 @@ import sqlite3 from "sqlite3";
 import { service as healthService } from "grpc-health-check";
 import { createLogger } from "../../lib/logger.js";
 import { loadPetStorePackage } from "../../proto/load.js";
-import type { CreatePetRequest, ListPetsRequest, Pet } from "../../proto/types.js";
+import type { CreatePetRequest, ListPetsRequest, ListPetsResponse, Pet } from "../../proto/types.js";
 import type { PetServiceMetrics } from "../../pet-service/metrics.js";
 import { createServer } from "../../pet-service/server.js";
 import { SqlitePetStore } from "../../pet-service/store/sqlite-pet-store.js";
@@ -182,6 +182,8 @@ export interface CallOpts {
 export type PetClient = ServiceClient & {
   create(request: CreatePetRequest, opts?: CallOpts): Promise<Pet>;
   list(request?: ListPetsRequest, opts?: CallOpts): Promise<Pet[]>;
+  /** ListPets with its next_page_token. */
+  page(request?: ListPetsRequest, opts?: CallOpts): Promise<ListPetsResponse>;
   /** `id` undefined sends a request with the field unset. */
   get(id: string | undefined, opts?: CallOpts): Promise<Pet>;
 };
@@ -194,6 +196,7 @@ export function petClient(address: string): PetClient {
       (await unary<{ pet: Pet }>(client, "CreatePet", request, opts)).pet,
     list: async (request: ListPetsRequest = {}, opts?: CallOpts) =>
       (await unary<{ pets: Pet[] }>(client, "ListPets", request, opts)).pets,
+    page: (request: ListPetsRequest = {}, opts?: CallOpts) => unary<ListPetsResponse>(client, "ListPets", request, opts),
     get: async (id: string | undefined, opts?: CallOpts) => (await unary<{ pet: Pet }>(client, "GetPet", { id }, opts)).pet,
   });
 }
@@ -216,13 +219,17 @@ function unary<Res>(
 }
 
 /** A second, independent connection to a pet-service database, for tests that reach around the API. */
-export async function sideConnection(dbPath: string): Promise<{ exec(sql: string): Promise<void>; close(): Promise<void> }> {
+export async function sideConnection(
+  dbPath: string,
+): Promise<{ exec(sql: string): Promise<void>; all<T>(sql: string, params?: unknown[]): Promise<T[]>; close(): Promise<void> }> {
   const db = await new Promise<sqlite3.Database>((resolve, reject) => {
     const opened: sqlite3.Database = new sqlite3.Database(dbPath, (err) => (err ? reject(err) : resolve(opened)));
   });
   db.configure("busyTimeout", 5_000);
   return {
     exec: (sql) => new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve()))),
+    all: <T>(sql: string, params: unknown[] = []) =>
+      new Promise<T[]>((resolve, reject) => db.all<T>(sql, params, (err, rows) => (err ? reject(err) : resolve(rows)))),
     close: () => new Promise((resolve, reject) => db.close((err) => (err ? reject(err) : resolve()))),
   };
 }

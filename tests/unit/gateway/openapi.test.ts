@@ -346,7 +346,11 @@ describe("recordingFetch", () => {
       const headers = Object.fromEntries(valid.headers);
       const path = new URL(req.url ?? "/", "http://localhost").pathname;
       if (path === "/v1/pets") res.writeHead(200, headers).end('[{"id":1,"name":"Rex","categoryId":7}]');
-      else if (path === "/v1/pets/1") res.writeHead(200, headers).end('{"id":1,"name":"Rex","categoryId":7}'); // no deprecation headers
+      else if (path === "/v1/pets/1") {
+        // No deprecation headers (and no next-page Link, which only listPets has).
+        const { link: _next, ...withoutLink } = headers;
+        res.writeHead(200, withoutLink).end('{"id":1,"name":"Rex","categoryId":7}');
+      }
       else if (path === "/v1/openapi.json") res.writeHead(200, { "Content-Type": "application/json" }).end("{}");
       else res.writeHead(200, { "Content-Type": "text/plain" }).end("outside the API");
     });

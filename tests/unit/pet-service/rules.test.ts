@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
@@ -10,6 +11,7 @@ import {
   type Checked,
   type FieldViolation,
 } from "../../../pet-service/rules.js";
+import { createPageTokens } from "../../../pet-service/page-token.js";
 import type { CreatePetRequest, PetStatusName } from "../../../proto/types.js";
 
 const valid = { name: "Rex", categoryId: "1" } as const;
@@ -103,25 +105,45 @@ describe("checkNewPet", () => {
 });
 
 describe("checkListQuery", () => {
+  const tokens = createPageTokens(randomBytes(32));
+
   it.each([undefined, 0])("uses 20 when the limit is %j", (limit) => {
-    expect(checkListQuery({ limit })).toEqual({ ok: true, value: { limit: 20 } });
+    expect(checkListQuery({ limit }, tokens)).toEqual({ ok: true, value: { limit: 20 } });
   });
 
   it.each([1, 57, 100])("accepts limit %d", (limit) => {
-    expect(checkListQuery({ limit })).toEqual({ ok: true, value: { limit } });
+    expect(checkListQuery({ limit }, tokens)).toEqual({ ok: true, value: { limit } });
   });
 
   it.each([101, -1, 2147483647, -2147483648])("refuses limit %d", (limit) => {
-    expect(violationsOf(checkListQuery({ limit }))).toEqual([
+    expect(violationsOf(checkListQuery({ limit }, tokens))).toEqual([
       { field: "limit", description: `limit must be between 1 and 100 (got ${limit})` },
     ]);
   });
 
   it("filters by a known status, not by UNSPECIFIED, and refuses numbers outside the enum", () => {
-    expect(checkListQuery({ status: "PET_STATUS_SOLD" })).toEqual({ ok: true, value: { limit: 20, status: "sold" } });
-    expect(checkListQuery({ status: "PET_STATUS_UNSPECIFIED" })).toEqual({ ok: true, value: { limit: 20 } });
-    const checked = checkListQuery({ limit: 500, status: 4 as unknown as PetStatusName });
+    expect(checkListQuery({ status: "PET_STATUS_SOLD" }, tokens)).toEqual({ ok: true, value: { limit: 20, status: "sold" } });
+    expect(checkListQuery({ status: "PET_STATUS_UNSPECIFIED" }, tokens)).toEqual({ ok: true, value: { limit: 20 } });
+    const checked = checkListQuery({ limit: 500, status: 4 as unknown as PetStatusName }, tokens);
     expect(violationsOf(checked).map((v) => v.field)).toEqual(["limit", "status"]);
+  });
+
+  it("starts after the id in a page token issued for the same filter; an empty token is the first page", () => {
+    const token = tokens.encode({ afterId: 41n, status: "sold" });
+    expect(checkListQuery({ status: "PET_STATUS_SOLD", pageToken: token }, tokens)).toEqual({
+      ok: true,
+      value: { limit: 20, status: "sold", afterId: 41n },
+    });
+    expect(checkListQuery({ pageToken: "" }, tokens)).toEqual({ ok: true, value: { limit: 20 } });
+  });
+
+  it.each([
+    ["malformed", "not a token", /^page_token is malformed/],
+    ["signed with another secret", createPageTokens(Buffer.alloc(32, 1)).encode({ afterId: 1n }), /^page_token was not issued by this service/],
+  ])("refuses a page token that is %s, naming page_token", (_, pageToken, message) => {
+    const [violation, ...rest] = violationsOf(checkListQuery({ pageToken }, tokens));
+    expect(rest).toEqual([]);
+    expect(violation).toMatchObject({ field: "page_token", description: expect.stringMatching(message) });
   });
 });
 

@@ -1,0 +1,143 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../pet-service/idempotency.js";
+import type { IdempotencyKey, NewPet, Pet, PetStatus, PetStore } from "../../../../pet-service/store/pet-store.js";
+
+/** A store under test on a database of its own; `reopen` closes it and opens the same database again. */
+export interface StoreFixture {
+  store: PetStore;
+  reopen(): Promise<PetStore>;
+  /** Closes the store (if open) and removes its database. */
+  destroy(): Promise<void>;
+}
+
+const INT64_MAX = 2n ** 63n - 1n;
+const STATUSES: readonly PetStatus[] = ["available", "pending", "sold"];
+const newPet = (name: string, status: PetStatus = "available", categoryId = 1n): NewPet => ({ name, categoryId, status });
+const keyFor = (requestId: string, pet: NewPet, now: number): IdempotencyKey => ({
+  requestId,
+  requestHash: requestHash(pet),
+  now,
+  expiredAt: now - IDEMPOTENCY_TTL_MS,
+});
+
+/** Every page of `status` (or all pets) with pages of `limit`, by keyset: after the last id served. */
+async function walk(store: PetStore, limit: number, status?: PetStatus): Promise<Pet[][]> {
+  const pages: Pet[][] = [];
+  let afterId: bigint | undefined;
+  for (;;) {
+    const page = await store.list({ limit, ...(status && { status }), ...(afterId !== undefined && { afterId }) });
+    if (page.length === 0) return pages;
+    pages.push(page);
+    afterId = page[page.length - 1]!.id;
+  }
+}
+
+/**
+ * The PetStore contract (pet-service/store/pet-store.ts), run against every store: ids, exact
+ * int64, status, ordering and filters, keyset paging, the page-token secret, idempotent creates.
+ * Each store's test file calls it with a fixture on a private database.
+ */
+export function petStoreConformance(name: string, open: () => Promise<StoreFixture>): void {
+  describe(`PetStore conformance: ${name}`, () => {
+    let fixture: StoreFixture;
+    let store: PetStore;
+    /** Every pet this suite created, in creation order. */
+    const created: Pet[] = [];
+    const create = async (pet: NewPet) => {
+      const stored = await store.create(pet);
+      created.push(stored);
+      return stored;
+    };
+    const byId = () => [...created].sort((a, b) => (a.id < b.id ? -1 : 1));
+
+    beforeAll(async () => {
+      fixture = await open();
+      store = fixture.store;
+    });
+    afterAll(async () => {
+      await fixture?.destroy();
+    });
+
+    it("stores a pet under a new id and gives it back exactly, int64 category ids included", async () => {
+      const pet = await create(newPet("Rex", "pending", INT64_MAX));
+      expect(pet).toEqual({ id: expect.any(BigInt), name: "Rex", categoryId: INT64_MAX, status: "pending" });
+      expect(pet.id > 0n).toBe(true);
+      expect(await store.get(pet.id)).toEqual(pet);
+      expect(await store.get(pet.id + 1_000_000n)).toBeUndefined();
+      expect(await store.get(INT64_MAX)).toBeUndefined();
+    });
+
+    it("gives concurrent creates distinct ids, increasing in the order they were acknowledged", async () => {
+      const pets = await Promise.all(Array.from({ length: 120 }, (_, i) => create(newPet(`c${i}`, STATUSES[i % 3]))));
+      expect(new Set(pets.map((p) => p.id)).size).toBe(pets.length);
+      const next = await create(newPet("after"));
+      expect(pets.every((p) => p.id < next.id)).toBe(true);
+    });
+
+    it("lists in ascending id order within the limit, every status or one", async () => {
+      const all = byId();
+      expect(await store.list({ limit: 5 })).toEqual(all.slice(0, 5));
+      for (const status of STATUSES) {
+        expect(await store.list({ limit: 100, status })).toEqual(all.filter((p) => p.status === status).slice(0, 100));
+      }
+    });
+
+    it("pages by keyset: after an id, each pet exactly once, ascending, under the same filter", async () => {
+      const all = byId();
+      const pages = await walk(store, 7);
+      expect(pages.slice(0, -1).every((page) => page.length === 7)).toBe(true);
+      expect(pages.flat()).toEqual(all);
+      for (const status of STATUSES) {
+        expect((await walk(store, 3, status)).flat()).toEqual(all.filter((p) => p.status === status));
+      }
+      const last = all[all.length - 1]!;
+      expect(await store.list({ limit: 10, afterId: last.id })).toEqual([]);
+      expect(await store.list({ limit: 2, afterId: all[0]!.id })).toEqual(all.slice(1, 3));
+      // A position needs no pet of its own: the next page starts after it.
+      expect(await store.list({ limit: 1, afterId: all[0]!.id + 0n, status: all[1]!.status })).toEqual(
+        all.slice(1).filter((p) => p.status === all[1]!.status).slice(0, 1),
+      );
+      expect(await store.list({ limit: 100, afterId: INT64_MAX })).toEqual([]);
+    });
+
+    it("keeps its page-token secret (16+ random bytes) across a reopen", async () => {
+      const secret = Buffer.from(store.pageTokenSecret);
+      expect(secret.length).toBeGreaterThanOrEqual(16);
+      expect(secret.equals(Buffer.alloc(secret.length))).toBe(false);
+      store = await fixture.reopen();
+      expect(store.pageTokenSecret.equals(secret)).toBe(true);
+      expect((await walk(store, 50)).flat()).toEqual(byId());
+    });
+
+    it("creates once per idempotency key: replays the same request, refuses another, forgets the key after its TTL", async () => {
+      const now = Date.now();
+      const pet = newPet("Once", "sold");
+      const first = await store.createOnce(pet, keyFor("k:1", pet, now));
+      expect(first).toEqual({ outcome: "created", pet: { ...pet, id: expect.any(BigInt) } });
+      if (first.outcome !== "created") return;
+      created.push(first.pet);
+      expect(await store.createOnce(pet, keyFor("k:1", pet, now + 1000))).toEqual({ outcome: "replayed", pet: first.pet });
+      const other = newPet("Other");
+      expect(await store.createOnce(other, keyFor("k:1", other, now + 2000))).toEqual({ outcome: "key_reused" });
+
+      const later = now + IDEMPOTENCY_TTL_MS + 1;
+      const again = await store.createOnce(pet, keyFor("k:1", pet, later));
+      expect(again.outcome).toBe("created");
+      if (again.outcome === "created") {
+        created.push(again.pet);
+        expect(again.pet.id > first.pet.id).toBe(true);
+      }
+    });
+
+    it("stores one pet for concurrent creates under one key, and answers each with it", async () => {
+      const now = Date.now();
+      const pet = newPet("Concurrent");
+      const results = await Promise.all(Array.from({ length: 20 }, () => store.createOnce(pet, keyFor("k:2", pet, now))));
+      const ids = new Set(results.map((r) => (r.outcome === "key_reused" ? undefined : r.pet.id)));
+      expect(ids.size).toBe(1);
+      expect(results.filter((r) => r.outcome === "created")).toHaveLength(1);
+      const [id] = ids;
+      expect((await store.list({ limit: 100, afterId: id! - 1n })).filter((p) => p.name === "Concurrent")).toHaveLength(1);
+    });
+  });
+}

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { SqlitePetStore, SQLITE_STATEMENTS } from "../../../../pet-service/store/sqlite-pet-store.js";
+import { sideConnection, testDbPath } from "../../../helpers/pet-service.js";
+import { petStoreConformance } from "./conformance.js";
+
+petStoreConformance("SQLite", async () => {
+  const db = await testDbPath();
+  let store = await SqlitePetStore.open(db.dbPath);
+  return {
+    store,
+    async reopen() {
+      await store.close();
+      store = await SqlitePetStore.open(db.dbPath);
+      return store;
+    },
+    async destroy() {
+      await store.close();
+      await db.remove();
+    },
+  };
+});
+
+describe("SQLite keyset paging", () => {
+  it("reads each page as an index range in id order: no sort, no scan of the pets before it", async () => {
+    const db = await testDbPath();
+    const store = await SqlitePetStore.open(db.dbPath);
+    const side = await sideConnection(db.dbPath);
+    try {
+      const plan = async (sql: string, params: unknown[]) =>
+        (await side.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((row) => row.detail);
+      // The primary key for every status; (status, id) for one: both already in id order.
+      // One line each: no "USE TEMP B-TREE FOR ORDER BY", no SCAN.
+      expect(await plan(SQLITE_STATEMENTS.list, ["41", 21])).toEqual(["SEARCH pets USING INTEGER PRIMARY KEY (rowid>?)"]);
+      expect(await plan(SQLITE_STATEMENTS.listByStatus, ["sold", "41", 21])).toEqual([
+        "SEARCH pets USING INDEX pets_by_status (status=? AND id>?)",
+      ]);
+    } finally {
+      await side.close();
+      await store.close();
+      await db.remove();
+    }
+  });
+});

@@ -132,6 +132,13 @@ describe("gateway/openapi.json", () => {
     expect(ROUTES).toHaveLength(operations().length);
   });
 
+  it("gives no example for values a client must not copy: the server-issued cursor, the single-use Idempotency-Key", () => {
+    // The docs page's "Try it out" pre-fills parameters with their examples and sends them: a
+    // made-up cursor answers 400, a shared Idempotency-Key 422 on the second different create.
+    expect(parameter(op("listPets"), "cursor")).not.toHaveProperty("example");
+    expect(parameter(op("createPet"), "Idempotency-Key")).not.toHaveProperty("example");
+  });
+
   it("matches the code registry, the status enum and the pet service's bounds", () => {
     expect(schema("Error").properties.code!.enum).toEqual(Object.keys(ERRORS));
     expect(schema("PetStatus").enum).toEqual(STATUS_VALUES);

@@ -30,7 +30,7 @@ function npm(args: string[]): Promise<Run> {
   });
 }
 
-describe("npm", () => {
+describe("npm", { timeout: 60_000 }, () => {
   it("says what went wrong: `npm run no-such-script` prints the error and exits non-zero", async () => {
     const run = await npm(["run", "no-such-script"]);
     expect(run.code).not.toBe(0);

@@ -190,7 +190,7 @@ describe("every metric the dashboard and the alerts use, on the real processes' 
     expect((await api("/pets")).status).toBe(503);
     const gatewayMetrics = await (await fetch(`${gateway.url}/metrics`)).text();
     samples = [...parseExposition(gatewayMetrics), ...parseExposition(petMetrics)];
-  });
+  }, 120_000); // three real processes on a shared machine: a generous hang guard
 
   afterAll(async () => {
     gateway?.child.kill("SIGTERM");

@@ -11,13 +11,15 @@ let pets: RunningPetService;
 let keys: TestKeys;
 let gateway: RunningGateway;
 let browser: Browser;
+// A browser on a shared, loaded machine: generous hang guards, no timing assertions.
+const BROWSER_TEST_TIMEOUT_MS = 120_000;
 
 beforeAll(async () => {
   pets = await startPetService();
   keys = await createTestKeys();
   gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir });
   browser = await launchChromium();
-});
+}, BROWSER_TEST_TIMEOUT_MS);
 
 afterAll(async () => {
   await browser?.close();
@@ -39,9 +41,6 @@ async function openDocs(): Promise<{ page: Page; record: PageRecord }> {
 /** Requests to anywhere but the gateway that served the page (data: and blob: URLs stay in the page). */
 const leaving = (record: PageRecord) =>
   record.requests.filter((url) => !url.startsWith(`${gateway.url}/`) && !/^(data|blob):/.test(url));
-
-// A browser on a shared, loaded machine: generous hang guards, no timing assertions.
-const BROWSER_TEST_TIMEOUT_MS = 120_000;
 
 describe("GET /docs in a browser", { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   it("renders the three operations from /v1/openapi.json, getPet marked deprecated, with no console errors and no request leaving the gateway", async () => {

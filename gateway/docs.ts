@@ -98,9 +98,14 @@ const gzipAsync = promisify(gzip);
 const loaded = new Map<string, Promise<Loaded>>();
 
 function load(name: string, asset: Asset): Promise<Loaded> {
-  return getOrCreate(loaded, name, async () => {
-    const plain = await asset.body();
-    return { plain, gzip: await gzipAsync(plain) };
+  return getOrCreate(loaded, name, () => {
+    const made = (async () => {
+      const plain = await asset.body();
+      return { plain, gzip: await gzipAsync(plain) };
+    })();
+    // A failed read (500 for this request) is tried again by the next one, not kept.
+    made.catch(() => loaded.delete(name));
+    return made;
   });
 }
 

@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { badRequestMetadata, errorInfoMetadata, PETSTORE_ERROR_DOMAIN } from "../lib/grpc-status-details.js";
 import type { FieldViolation } from "./rules.js";
+import type { StorageFault } from "./store/pet-store.js";
 
 /**
  * The errors the pet service answers with. INVALID_ARGUMENT carries google.rpc.Status with a
@@ -45,6 +46,26 @@ export function idempotencyKeyReused(ttlHours: number): RpcError {
     message,
     errorInfoMetadata(code, message, { reason: IDEMPOTENCY_KEY_REUSED, domain: PETSTORE_ERROR_DOMAIN, metadata: { field: "request_id" } }),
   );
+}
+
+/** google.rpc.ErrorInfo reason (domain petstore.v1) of a call refused because storage cannot serve now. */
+export const STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE";
+
+const FAULT_MESSAGES: Readonly<Record<StorageFault, string>> = {
+  unreachable: "the database cannot be reached",
+  read_only: "the database is read-only",
+  disk_full: "the database's disk is full",
+};
+
+/**
+ * Storage that cannot serve now (StoreUnavailableError): UNAVAILABLE, the status gRPC clients
+ * retry and the gateway answers with 503 service_unavailable + Retry-After. The ErrorInfo carries
+ * the fault (metadata `fault`) for operators (the gateway's /readyz names it); no driver detail.
+ */
+export function storageUnavailable(fault: StorageFault): RpcError {
+  const message = `storage unavailable: ${FAULT_MESSAGES[fault]}; retry later`;
+  const code = grpc.status.UNAVAILABLE;
+  return new RpcError(code, message, errorInfoMetadata(code, message, { reason: STORAGE_UNAVAILABLE, domain: PETSTORE_ERROR_DOMAIN, metadata: { fault } }));
 }
 
 export function notFound(message: string): RpcError {

@@ -8,14 +8,14 @@ import type {
   ListPetsRequest,
   ListPetsResponse,
 } from "../proto/types.js";
-import { internal, invalidArgument, notFound, RpcError } from "./grpc-errors.js";
+import { internal, invalidArgument, notFound, RpcError, storageUnavailable } from "./grpc-errors.js";
 import { createPet, type Clock } from "./idempotency.js";
 import type { PetServiceMetrics } from "./metrics.js";
 import { createPageTokens } from "./page-token.js";
 import { listPage } from "./paging.js";
 import { toProtoPet } from "./proto-mapping.js";
 import { checkCreatePet, checkListQuery, checkPetId, type Checked } from "./rules.js";
-import type { PetStore } from "./store/pet-store.js";
+import { StoreUnavailableError, type PetStore } from "./store/pet-store.js";
 import { getOrCreate } from "../lib/get-or-create.js";
 
 export interface HandlerDeps {
@@ -75,7 +75,8 @@ function outcomeRecorder(metrics: NonNullable<HandlerDeps["metrics"]>, method: s
 /**
  * Every PetService call passes through here: runs it, logs its outcome once with the caller's
  * x-request-id (rpc, requestId, code, ms), counts and times it by method and
- * code, and turns anything but an RpcError into a generic INTERNAL (the detail goes to the log only).
+ * code, answers a storage fault with UNAVAILABLE, and turns anything else but an RpcError into a
+ * generic INTERNAL (the detail goes to the log only).
  */
 function unaryHandler<Req, Res>(
   logger: Logger,
@@ -97,7 +98,8 @@ function unaryHandler<Req, Res>(
         logger.info({ requestId, code: "OK", ms: finish("OK") }, "rpc");
         callback(null, response);
       },
-      (err: unknown) => {
+      (thrown: unknown) => {
+        const err = thrown instanceof StoreUnavailableError ? storageUnavailable(thrown.fault) : thrown;
         if (err instanceof RpcError) {
           const code = grpc.status[err.code];
           logger.info({ requestId, code, details: err.details, ms: finish(code) }, "rpc");

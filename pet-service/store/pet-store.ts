@@ -1,3 +1,5 @@
+import type { SchemaReport } from "./migrations.js";
+
 /**
  * The pet service's storage contract and its domain types. int64 values are bigints so ids and
  * category ids stay exact over the whole int64 range; the gRPC layer maps them to proto shapes.
@@ -63,6 +65,34 @@ export interface PetStore {
    */
   readonly pageTokenSecret: Buffer;
   get(id: bigint): Promise<Pet | undefined>;
+  /**
+   * One cheap round trip to the database; rejects with StoreUnavailableError while it cannot be
+   * reached. The pet service's health follows it (pet-service/storage-health.ts).
+   */
+  ping(): Promise<void>;
+  /** The schema version the database is at, and what opening it applied (logged at start). */
+  readonly schema: SchemaReport;
   /** Lets pending operations finish, then releases the storage. Idempotent. */
   close(): Promise<void>;
+}
+
+/**
+ * Why storage cannot serve now, when waiting may cure it: the database is unreachable (down,
+ * restarting, network), read-only (a standby after failover, a read-only file system) or full.
+ */
+export type StorageFault = "unreachable" | "read_only" | "disk_full";
+
+/**
+ * The one error a store throws for a fault of its storage that retrying later may cure. The
+ * pet service answers it with UNAVAILABLE (the gateway: 503 service_unavailable + Retry-After),
+ * never INTERNAL; `cause` keeps the driver's error for the log only.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(
+    readonly fault: StorageFault,
+    options?: { cause?: unknown },
+  ) {
+    super(`storage unavailable: ${fault.replace("_", " ")}`, options);
+    this.name = "StoreUnavailableError";
+  }
 }

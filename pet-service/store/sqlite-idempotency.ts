@@ -3,19 +3,10 @@ import { all, run } from "./sqlite-calls.js";
 import type { CreateOnceResult, IdempotencyKey, Pet, PetStatus } from "./pet-store.js";
 
 /**
- * Idempotency keys of CreatePet (request_id), kept beside the pets in the same SQLite file so a
- * key and its pet are written in one transaction: a crash never leaves one without the other.
- * `created_at` is in ms since the epoch, from the service's clock; `pet_id` is the pet created.
+ * Idempotency keys of CreatePet (request_id) in the table `idempotency_keys` (sqlite-migrations.ts),
+ * beside the pets in the same SQLite file, so a key and its pet are written in one transaction: a
+ * crash never leaves one without the other.
  */
-export const IDEMPOTENCY_SCHEMA = `
-  CREATE TABLE IF NOT EXISTS idempotency_keys (
-    request_id   TEXT    PRIMARY KEY,
-    request_hash TEXT    NOT NULL,
-    pet_id       INTEGER NOT NULL REFERENCES pets (id),
-    created_at   INTEGER NOT NULL
-  ) STRICT;
-  CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys (created_at);
-`;
 
 /** Expired keys deleted per create, at most: cleanup cost stays bounded, and it keeps up with any create rate. */
 export const EXPIRED_KEYS_PER_CREATE = 100;

@@ -4,7 +4,9 @@ import type sqlite3 from "sqlite3";
 import type { PetServiceMetrics, SqliteQuery } from "../metrics.js";
 import type { CreateOnceResult, IdempotencyKey, ListQuery, NewPet, Pet, PetStatus, PetStore } from "./pet-store.js";
 import { all, closeDatabase, exec, openDatabase, prepare, run } from "./sqlite-calls.js";
-import { createOnceInTransaction, IDEMPOTENCY_SCHEMA } from "./sqlite-idempotency.js";
+import type { SchemaReport } from "./migrations.js";
+import { createOnceInTransaction } from "./sqlite-idempotency.js";
+import { migrateSqlite } from "./sqlite-migrations.js";
 
 /**
  * WAL lets reads run beside the single writer. synchronous=FULL fsyncs the WAL on every commit,
@@ -15,22 +17,6 @@ import { createOnceInTransaction, IDEMPOTENCY_SCHEMA } from "./sqlite-idempotenc
 const PRAGMAS = `
   PRAGMA journal_mode = WAL;
   PRAGMA synchronous = FULL;
-`;
-
-/** AUTOINCREMENT: ids are never reused, even after the highest row is deleted. */
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS pets (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    name        TEXT    NOT NULL,
-    category_id INTEGER NOT NULL CHECK (category_id > 0),
-    status      TEXT    NOT NULL CHECK (status IN ('available', 'pending', 'sold'))
-  ) STRICT;
-  CREATE INDEX IF NOT EXISTS pets_by_status ON pets (status, id);
-  CREATE TABLE IF NOT EXISTS secrets (
-    name  TEXT PRIMARY KEY,
-    value BLOB NOT NULL
-  ) STRICT;
-  INSERT OR IGNORE INTO secrets (name, value) VALUES ('page_token', randomblob(32));
 `;
 
 /** Creates committed together in one transaction, at most (bounds a transaction's length). */
@@ -123,15 +109,20 @@ export class SqlitePetStore implements PetStore {
     private readonly timers: Partial<Record<QueryKey, Observer>>,
     private readonly batchSizes: Observer | undefined,
     readonly pageTokenSecret: Buffer,
+    readonly schema: SchemaReport,
   ) {}
 
-  /** Opens (creating the file, its directory and the schema when missing) the database at `file`. */
+  /**
+   * Opens the database at `file`, creating the file and its directory when missing, and brings
+   * its schema to the latest version (sqlite-migrations.ts).
+   */
   static async open(file: string, options: SqlitePetStoreOptions = {}): Promise<SqlitePetStore> {
     await mkdir(path.dirname(path.resolve(file)), { recursive: true });
     const writer = await openDatabase(file);
     let reader: sqlite3.Database | undefined;
     try {
-      await exec(writer, PRAGMAS + SCHEMA + IDEMPOTENCY_SCHEMA);
+      await exec(writer, PRAGMAS);
+      const schema = await migrateSqlite(writer);
       reader = await openDatabase(file);
       await exec(reader, "PRAGMA query_only = 1;");
       const entries = await Promise.all(
@@ -149,6 +140,7 @@ export class SqlitePetStore implements PetStore {
         timers,
         options.metrics?.sqliteWritesPerCommit,
         secret!.value,
+        schema,
       );
     } catch (err) {
       writer.close(() => {});
@@ -175,6 +167,9 @@ export class SqlitePetStore implements PetStore {
     const [row] = await this.query("get", [String(id)]);
     return row && toPet(row);
   }
+
+  /** A local file: reachable whenever the process runs (its write faults surface on the writes). */
+  async ping(): Promise<void> {}
 
   /** Transactions committed and creates acknowledged so far. */
   commitStats(): CommitStats {

@@ -3,7 +3,7 @@ import type { Duplex } from "node:stream";
 import type { ErrorRequestHandler, Response } from "express";
 import type { Logger } from "../lib/logger.js";
 import { errorInfoOf, fieldViolationsOf, PETSTORE_ERROR_DOMAIN } from "../lib/grpc-status-details.js";
-import { ApiError, invalidRequest, type ErrorCode } from "./errors.js";
+import { ApiError, invalidRequest, RETRY_AFTER_SECONDS, type ErrorCode } from "./errors.js";
 import { GRPC_FALLBACK, GRPC_TO_HTTP } from "./grpc-status.js";
 import { isGrpcError } from "./pet-client.js";
 import { SECURITY_HEADERS } from "./request-context.js";
@@ -11,6 +11,8 @@ import { renameFields, toHttpViolation } from "./pet-mapping.js";
 
 /** Writes an Error body. Every error response of the gateway goes through here. */
 export function sendError(res: Response, err: ApiError): void {
+  const retryAfter = RETRY_AFTER_SECONDS[err.code];
+  if (retryAfter !== undefined && !res.hasHeader("Retry-After")) res.setHeader("Retry-After", String(retryAfter));
   res.status(err.status).type("application/json").send(JSON.stringify(err.toBody()));
 }
 

@@ -31,6 +31,13 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
+/**
+ * Retry-After (seconds) on the errors where retrying soon helps and the gateway cannot know
+ * exactly when (429s carry their exact time from the limiter instead): the pet service or its
+ * database is down, a replica is restarting. Short: it usually is back within seconds.
+ */
+export const RETRY_AFTER_SECONDS: Readonly<Partial<Record<ErrorCode, number>>> = { service_unavailable: 2 };
+
 /** One offending input: where it is (`name`, `query.limit`, `path.petId`) and what is wrong. */
 export interface FieldViolation {
   field: string;

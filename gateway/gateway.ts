@@ -11,7 +11,7 @@ import type { Clock, LimiterStore } from "./limiter/limiter.js";
 import { ANONYMOUS_WINDOWS } from "./limiter/plans.js";
 import { createGatewayMetrics, type GatewayMetrics } from "./metrics.js";
 import { createPetClient } from "./pet-client.js";
-import { notReadyReasons, petServiceHealth, type ReadinessCheck } from "./readiness.js";
+import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./readiness.js";
 
 export interface GatewayOptions {
   clock: Clock;
@@ -53,7 +53,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
       metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
     });
   const pets = createPetClient({ address: config.PET_SERVICE_ADDR, timeoutMs: config.PET_SERVICE_TIMEOUT_MS, latency: metrics.grpcDuration });
-  const petHealth = petServiceHealth(config.PET_SERVICE_ADDR);
+  const petHealth = petServiceHealth(config.PET_SERVICE_ADDR, { explain: () => storageFaultOf(pets) });
 
   let stopping = false;
   const usingFallback = "usingFallback" in limiter ? (limiter.usingFallback as () => boolean) : () => false;

@@ -37,6 +37,7 @@ it("answers 503 service_unavailable while the pet service is down, and recovers 
     const res = await list();
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ code: "service_unavailable", status: 503 });
+    expect(res.headers.get("retry-after")).toBe("2");
     // Rate-limit headers are on errors too.
     expect(res.headers.get("x-ratelimit-limit")).not.toBeNull();
   }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseEnv, port } from "../lib/config.js";
+import { GRPC_TARGET_FORMS, isGrpcTarget } from "../lib/grpc-target.js";
 import { parseRedisUrl } from "./limiter/redis-client.js";
 import type { Upstream } from "./upstreams.js";
 
@@ -24,9 +25,10 @@ export const redisUrl = z.string().superRefine((url, ctx) => {
 export const GATEWAY_ENV = z.object({
   GATEWAY_HOST: z.string().default("0.0.0.0"),
   GATEWAY_PORT: port(8080),
+  /** A gRPC target: the pet service's replicas, balanced round robin (lib/grpc-target.ts). */
   PET_SERVICE_ADDR: z
     .string()
-    .regex(/^[^\s:]+:[0-9]{1,5}$|^unix:.+$/, "must be host:port")
+    .refine(isGrpcTarget, `must be a gRPC target: ${GRPC_TARGET_FORMS}`)
     .default("127.0.0.1:50051"),
   PET_SERVICE_TIMEOUT_MS: positiveInt(2000, "a positive number of milliseconds"),
   REDIS_URL: redisUrl.optional(),

@@ -10,7 +10,7 @@ import { createLimiter } from "./limiter/create-limiter.js";
 import type { Clock, LimiterStore } from "./limiter/limiter.js";
 import { ANONYMOUS_WINDOWS } from "./limiter/plans.js";
 import { createGatewayMetrics, type GatewayMetrics } from "./metrics.js";
-import { createPetClient } from "./pet-client.js";
+import { createPetClient, PET_SERVICE_CHANNEL_OPTIONS } from "./pet-client.js";
 import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./readiness.js";
 
 export interface GatewayOptions {
@@ -53,7 +53,10 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
       metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
     });
   const pets = createPetClient({ address: config.PET_SERVICE_ADDR, timeoutMs: config.PET_SERVICE_TIMEOUT_MS, latency: metrics.grpcDuration });
-  const petHealth = petServiceHealth(config.PET_SERVICE_ADDR, { explain: () => storageFaultOf(pets) });
+  const petHealth = petServiceHealth(config.PET_SERVICE_ADDR, {
+    channelOptions: PET_SERVICE_CHANNEL_OPTIONS,
+    explain: () => storageFaultOf(pets),
+  });
 
   let stopping = false;
   const usingFallback = "usingFallback" in limiter ? (limiter.usingFallback as () => boolean) : () => false;

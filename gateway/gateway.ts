@@ -52,7 +52,12 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
       logger,
       metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
     });
-  const pets = createPetClient({ address: config.PET_SERVICE_ADDR, timeoutMs: config.PET_SERVICE_TIMEOUT_MS, latency: metrics.grpcDuration });
+  const pets = createPetClient({
+    address: config.PET_SERVICE_ADDR,
+    timeoutMs: config.PET_SERVICE_TIMEOUT_MS,
+    latency: metrics.grpcDuration,
+    retries: metrics.grpcRetries,
+  });
   const petHealth = petServiceHealth(config.PET_SERVICE_ADDR, {
     channelOptions: PET_SERVICE_CHANNEL_OPTIONS,
     explain: () => storageFaultOf(pets),

@@ -12,6 +12,7 @@ export interface GatewayMetrics {
   redisFaults: Counter;
   limiterFallback: Gauge;
   grpcDuration: Histogram<"method" | "code">;
+  grpcRetries: Counter<"method">;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -56,6 +57,12 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
       help: "Calls to the pet service by RPC method and gRPC status code.",
       labelNames: ["method", "code"],
       buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    grpcRetries: new Counter({
+      name: "gateway_grpc_client_retries_total",
+      help: "Calls to the pet service tried again on another replica after UNAVAILABLE, by RPC method.",
+      labelNames: ["method"],
       registers,
     }),
   };

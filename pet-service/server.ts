@@ -45,8 +45,14 @@ const DEFAULT_SHUTDOWN_GRACE_MS = 8_000;
 export function createServer(deps: PetServerDeps): PetServer {
   const { logger, shutdownGraceMs = DEFAULT_SHUTDOWN_GRACE_MS } = deps;
   const definition = loadPetServiceDefinition();
-  // No channelz bookkeeping (per-call counters and timestamps): nothing reads it, every call pays for it.
-  const server = new grpc.Server({ "grpc.enable_channelz": 0 });
+  // No channelz bookkeeping (per-call counters and timestamps): nothing reads it, every call pays
+  // for it. Connections are closed (GOAWAY, in-flight calls finish) after 5 minutes: clients then
+  // resolve the name again, so replicas added behind a headless Service get traffic.
+  const server = new grpc.Server({
+    "grpc.enable_channelz": 0,
+    "grpc.max_connection_age_ms": 5 * 60_000,
+    "grpc.max_connection_age_grace_ms": 30_000,
+  });
   const health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((s) => [s, "SERVING"])));
   // Only the PetService status follows the database: "" is liveness (the process answers), and a
   // database outage must not make Kubernetes restart every replica.

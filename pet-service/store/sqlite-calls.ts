@@ -35,3 +35,8 @@ export function prepare(db: sqlite3.Database, sql: string): Promise<sqlite3.Stat
     const statement = db.prepare(sql, (err) => (err ? reject(err) : resolve(statement)));
   });
 }
+
+/** Runs a prepared statement to completion (all, not get: get would leave it mid-way); its rows. */
+export function allPrepared<T>(statement: sqlite3.Statement, params: unknown[] = []): Promise<T[]> {
+  return new Promise((resolve, reject) => statement.all<T>(params, (err, rows) => (err ? reject(err) : resolve(rows))));
+}

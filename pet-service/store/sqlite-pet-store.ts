@@ -5,7 +5,7 @@ import type { PetServiceMetrics, SqliteQuery } from "../metrics.js";
 import type { CreateOnceResult, IdempotencyKey, ListQuery, NewPet, Pet, PetStatus, PetStore } from "./pet-store.js";
 import { all, closeDatabase, exec, openDatabase, prepare, run } from "./sqlite-calls.js";
 import type { SchemaReport } from "./migrations.js";
-import { createOnceInTransaction } from "./sqlite-idempotency.js";
+import { createOnceInTransaction, IDEMPOTENCY_STATEMENTS, type IdempotencyStatements } from "./sqlite-idempotency.js";
 import { migrateSqlite } from "./sqlite-migrations.js";
 
 /**
@@ -105,6 +105,7 @@ export class SqlitePetStore implements PetStore {
     private readonly writer: sqlite3.Database,
     private readonly reader: sqlite3.Database,
     private readonly statements: Statements,
+    private readonly idempotency: IdempotencyStatements,
     /** Label children bound once at open, so timing a query costs no label lookup. */
     private readonly timers: Partial<Record<QueryKey, Observer>>,
     private readonly batchSizes: Observer | undefined,
@@ -128,6 +129,9 @@ export class SqlitePetStore implements PetStore {
       const entries = await Promise.all(
         Object.entries(SQLITE_STATEMENTS).map(async ([key, sql]) => [key, await prepare(key === "insert" ? writer : reader!, sql)] as const),
       );
+      const idempotency = await Promise.all(
+        Object.entries(IDEMPOTENCY_STATEMENTS).map(async ([key, sql]) => [key, await prepare(writer, sql)] as const),
+      );
       const [secret] = await all<{ value: Buffer }>(reader, "SELECT value FROM secrets WHERE name = 'page_token'");
       const histogram = options.metrics?.sqliteQueryDuration;
       const timers = histogram
@@ -137,6 +141,7 @@ export class SqlitePetStore implements PetStore {
         writer,
         reader,
         Object.fromEntries(entries) as Statements,
+        Object.fromEntries(idempotency) as IdempotencyStatements,
         timers,
         options.metrics?.sqliteWritesPerCommit,
         secret!.value,
@@ -154,7 +159,7 @@ export class SqlitePetStore implements PetStore {
   }
 
   createOnce(pet: NewPet, key: IdempotencyKey): Promise<CreateOnceResult> {
-    return this.enqueue(() => createOnceInTransaction(this.writer, key, () => this.insert(pet)));
+    return this.enqueue(() => createOnceInTransaction(this.idempotency, key, () => this.insert(pet)));
   }
 
   async list({ limit, status, afterId = 0n }: ListQuery): Promise<Pet[]> {
@@ -182,7 +187,11 @@ export class SqlitePetStore implements PetStore {
     this.closing ??= Promise.resolve()
       .then(() => this.flushing)
       .then(() =>
-        Promise.all(Object.values(this.statements).map((s) => new Promise<void>((resolve) => s.finalize(() => resolve())))),
+        Promise.all(
+          [...Object.values(this.statements), ...Object.values(this.idempotency)].map(
+            (s) => new Promise<void>((resolve) => s.finalize(() => resolve())),
+          ),
+        ),
       )
       .then(() => Promise.all([closeDatabase(this.writer), closeDatabase(this.reader)]))
       .then(() => undefined);

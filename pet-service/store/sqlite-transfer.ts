@@ -73,7 +73,6 @@ const ROWS_PER_INSERT = 500;
 /** Writes `file` in one write transaction (BEGIN IMMEDIATE: no other writer meanwhile). */
 export async function sqliteTransferTarget(file: string): Promise<TransferTarget> {
   const db = await openDatabase(file);
-  db.configure("busyTimeout", 5_000);
   await run(db, "BEGIN IMMEDIATE");
   let ended: Promise<void> | undefined;
   const end = (sql: string) => (ended ??= run(db, sql).finally(() => closeDatabase(db)));

@@ -62,6 +62,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     channelOptions: PET_SERVICE_CHANNEL_OPTIONS,
     explain: () => storageFaultOf(pets),
   });
+  metrics.probePetService(async () => (await petHealth()) === undefined);
 
   let stopping = false;
   const usingFallback = "usingFallback" in limiter ? (limiter.usingFallback as () => boolean) : () => false;

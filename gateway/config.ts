@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { parseEnv, port } from "../lib/config.js";
-import { GRPC_TARGET_FORMS, isGrpcTarget } from "../lib/grpc-target.js";
+import { GRPC_TARGET_FORMS, isGrpcTarget } from "./grpc-target.js";
 import { parseRedisUrl } from "./limiter/redis-client.js";
 import type { Upstream } from "./upstreams.js";
 

@@ -70,6 +70,12 @@ async function serviceOn(dir: string, keys: TestKeys) {
     async crashAndRestart() {
       await pets.kill("SIGKILL");
       pets = await start();
+      // The gateway answers 503 (Retry-After) until its channel has reconnected, as a client would
+      // see during any restart; the checks below are about the data, so wait for that first.
+      const deadline = Date.now() + 15_000;
+      while ((await fetch(`${gateway.url}/v1/pets?limit=1`, { headers: auth })).status === 503 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
     },
     async stop() {
       await gateway.close();

@@ -11,6 +11,7 @@ import type { CreatePetRequest, ListPetsRequest, ListPetsResponse, Pet } from ".
 import type { PetServiceMetrics } from "../../pet-service/metrics.js";
 import { createServer } from "../../pet-service/server.js";
 import { SqlitePetStore } from "../../pet-service/store/sqlite-pet-store.js";
+import { afterAll, beforeAll } from "vitest";
 import { launchTsx, type Exit, type Launched } from "./process.js";
 
 const START_TIMEOUT_MS = 15_000;
@@ -244,4 +245,19 @@ export async function rejection(promise: Promise<unknown>): Promise<grpc.Service
   );
   if (!("error" in outcome)) throw new Error(`expected the call to fail, got ${JSON.stringify(outcome.value)}`);
   return outcome.error;
+}
+
+/** One fresh service (own SQLite file) and a client for the enclosing describe block, so counts and orders are its own. */
+export function freshService(): { service: () => RunningPetService; client: () => PetClient } {
+  let service: RunningPetService;
+  let client: PetClient;
+  beforeAll(async () => {
+    service = await startPetService();
+    client = petClient(service.address);
+  });
+  afterAll(async () => {
+    client?.close();
+    await service?.stop();
+  });
+  return { service: () => service, client: () => client };
 }

@@ -1,26 +1,13 @@
 import * as grpc from "@grpc/grpc-js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { fieldViolationsOf } from "../../../pet-service/grpc-errors.js";
 import type { ListPetsRequest, Pet, PetStatusName } from "../../../proto/types.js";
-import { petClient, rejection, startPetService, testDbPath, type PetClient, type RunningPetService } from "../../helpers/pet-service.js";
+import { freshService, petClient, rejection, startPetService, testDbPath, type PetClient } from "../../helpers/pet-service.js";
 
 /** ListPets paging (AIP-158) over real gRPC and a real SQLite file. */
 
 const STATUSES = ["PET_STATUS_AVAILABLE", "PET_STATUS_PENDING", "PET_STATUS_SOLD"] as const;
 
-function freshService(): { service: () => RunningPetService; client: () => PetClient } {
-  let service: RunningPetService;
-  let client: PetClient;
-  beforeAll(async () => {
-    service = await startPetService();
-    client = petClient(service.address);
-  });
-  afterAll(async () => {
-    client?.close();
-    await service?.stop();
-  });
-  return { service: () => service, client: () => client };
-}
 
 async function seed(client: PetClient, count: number, status = (i: number): PetStatusName => STATUSES[i % 3]!): Promise<Pet[]> {
   const pets: Pet[] = [];

@@ -2,35 +2,10 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { fieldViolationsOf } from "../../../pet-service/grpc-errors.js";
 import type { CreatePetRequest, Pet, PetStatusName } from "../../../proto/types.js";
-import {
-  checkHealth,
-  HealthClient,
-  petClient,
-  rejection,
-  sideConnection,
-  startPetService,
-  type PetClient,
-  type RunningPetService,
-} from "../../helpers/pet-service.js";
-
-/** One fresh service (own SQLite file) per describe block, so counts and orders are its own. */
-function freshService(): { service: () => RunningPetService; client: () => PetClient } {
-  let service: RunningPetService;
-  let client: PetClient;
-  beforeAll(async () => {
-    service = await startPetService();
-    client = petClient(service.address);
-  });
-  afterAll(async () => {
-    client?.close();
-    await service?.stop();
-  });
-  return { service: () => service, client: () => client };
-}
-
+import { checkHealth, freshService, HealthClient, rejection, sideConnection, startPetService } from "../../helpers/pet-service.js";
 
 const unknownStatus = (n: number) => n as unknown as PetStatusName;
 

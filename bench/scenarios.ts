@@ -1,0 +1,141 @@
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import type { PrivateRedis } from "../tests/helpers/redis-server.js";
+import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.js";
+import { h2load, wrk, type HttpTarget, type Run } from "./load.js";
+import { log } from "./processes.js";
+import { seedPets, startFront, startGateway, startPetService, type Service } from "./stack.js";
+
+/**
+ * The scenarios of `npm run bench`, each a load tool pointed at one front, with the processes
+ * whose CPU it measures. Every process is started once; the scenarios share the one pet service.
+ */
+
+export interface Scenario {
+  /** Short name: a, b, c, … (--only takes these). */
+  key: string;
+  label: string;
+  /** Measured processes by column: front, pet (pet:0, pet:1, … for replicas), redis. */
+  pids: Record<string, number>;
+  run(durationSeconds: number): Promise<Run>;
+}
+
+export interface ScenarioOptions {
+  dir: string;
+  keysDir: string;
+  /** The Authorization header of a key that is never limited. */
+  auth: Record<string, string>;
+  redis: PrivateRedis;
+  settings: { connections: number; seed: number };
+  profileDir?: string;
+  /** Only these scenario keys (the processes of the others are not started either). */
+  only?: string[];
+}
+
+export interface Scenarios {
+  scenarios: Scenario[];
+  /** The HTTP targets of (a) to (d), for the open-loop rows and the Redis command counts. */
+  targets: Record<"a" | "b" | "c" | "d", HttpTarget>;
+  /** Scenarios that could not run here, with the reason (shown under the table). */
+  notMeasured: string[];
+}
+
+const LOG_LEVEL = "info";
+const NEW_PET = { name: "Bench pet", categoryId: 7, status: "pending" };
+
+export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> {
+  const { dir, keysDir, auth, redis, settings } = opts;
+  const wanted = (key: string) => !opts.only || opts.only.includes(key);
+  const loadOpts = (pids: Record<string, number>, durationSeconds: number) => ({ durationSeconds, connections: settings.connections, pids, dir });
+
+  const pet = await startPetService({ dir, name: "pet-service", db: path.join(dir, "pets.sqlite"), logLevel: LOG_LEVEL, ...profile(opts) });
+  const gateway = (name: string, redisUrl?: string) =>
+    startGateway({ dir, name, petAddress: pet.address, keysDir, logLevel: LOG_LEVEL, ...(redisUrl && { redisUrl }), ...profile(opts) });
+  const gwRedis = await gateway("gateway-redis", redis.url);
+  const gwMemory = wanted("a-mem") || wanted("c-mem") ? await gateway("gateway-memory") : undefined;
+
+  await seedPets(gwRedis.address, auth, settings.seed);
+  const listed = await fetch(`${gwRedis.address}/v1/pets?limit=20`, { headers: auth });
+  const body = await listed.text();
+  if (listed.status !== 200) throw new Error(`GET /v1/pets?limit=20 answered ${listed.status}: ${body}`);
+  const bodyFile = path.join(dir, "body.json");
+  writeFileSync(bodyFile, body);
+
+  const bare = await startFront(dir, "bare-express", "bench/bare-express.ts", { BARE_BODY_FILE: bodyFile }, "/v1/pets");
+  const floor = (mode: string) =>
+    startFront(dir, `floor-${mode}`, "bench/express-grpc-floor.ts", { FLOOR_MODE: mode, PET_SERVICE_ADDR: pet.address, FLOOR_BODY_FILE: bodyFile }, "/v1/pets?limit=20");
+  const naive = wanted("e") ? await floor("naive") : undefined;
+  const passThrough = wanted("f") ? await floor("pass-through") : undefined;
+  for (const front of [bare, naive, passThrough]) {
+    if (front && (await (await fetch(`${front.address}/v1/pets?limit=20`)).text()) !== body) {
+      throw new Error(`${front.proc.name} does not answer the gateway's bytes`);
+    }
+  }
+
+  const list = (s: Service): HttpTarget => ({ url: `${s.address}/v1/pets?limit=20`, headers: auth, status: 200 });
+  const noop = (s: Service): HttpTarget => ({ url: `${s.address}/v1/bench-noop`, headers: auth, status: 404 });
+  const create = (s: Service): HttpTarget => ({
+    url: `${s.address}/v1/pets`,
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify(NEW_PET),
+    status: 201,
+  });
+  const targets = { a: list(gwRedis), b: { url: `${bare.address}/v1/pets?limit=20`, status: 200 }, c: noop(gwRedis), d: create(gwRedis) };
+
+  const pids = (front: Service | undefined, withRedis: boolean) => ({
+    ...(front && { front: front.proc.pid }),
+    pet: pet.proc.pid,
+    ...(withRedis && { redis: redis.process.pid! }),
+  });
+  const http = (key: string, label: string, target: HttpTarget, front: Service, withRedis = false, viaPet = true): Scenario => {
+    const measured = viaPet ? pids(front, withRedis) : { front: front.proc.pid };
+    return { key, label, pids: measured, run: (seconds) => wrk(target, loadOpts(measured, seconds)) };
+  };
+  const grpcDirect = async (key: string, label: string, method: PetMethod, request: object): Promise<Scenario> => {
+    const frame = grpcFrame(await checkedRequest(pet.address, method, request));
+    const measured = pids(undefined, false);
+    const url = `http://${pet.address}${methodPath(method)}`;
+    return { key, label, pids: measured, run: (seconds) => h2load({ url, frame }, loadOpts(measured, seconds)) };
+  };
+
+  const all: (Scenario | undefined)[] = [
+    http("a", "(a) full path: GET /v1/pets?limit=20 (auth, Redis quota, gRPC, SQLite; 20 pets)", targets.a, gwRedis, true),
+    gwMemory && http("a-mem", "(a) full path at LOG_LEVEL=info, memory limiter (no Redis)", list(gwMemory), gwMemory),
+    http("b", "(b) bare Express: GET /v1/pets, the same bytes", targets.b, bare, false, false),
+    http("c", "(c) auth + limiter only: GET /v1/bench-noop → 404 after the guard (Redis)", targets.c, gwRedis, true, false),
+    gwMemory && http("c-mem", "(c) auth + limiter only, memory limiter", noop(gwMemory), gwMemory, false, false),
+    http("d", "(d) POST /v1/pets (a new pet each, committed and fsynced; Redis quota)", targets.d, gwRedis, true),
+    naive && http("e", "(e) floor: naive Express handler calling grpc-js with proto-loader (no auth, limits or logs)", list(naive), naive),
+    passThrough && http("f", "(f) floor: Express + one pass-through grpc-js call (fixed bytes both ways)", list(passThrough), passThrough),
+    wanted("g") ? await grpcDirect("g", "(g) floor: the pet service alone, ListPets(limit=20) over gRPC (h2load)", "ListPets", { limit: 20 }) : undefined,
+    wanted("h")
+      ? await grpcDirect("h", "(h) the pet service alone, CreatePet over gRPC (h2load)", "CreatePet", {
+          name: NEW_PET.name,
+          categoryId: String(NEW_PET.categoryId),
+          status: "PET_STATUS_PENDING",
+        })
+      : undefined,
+  ];
+  const scenarios = all.filter((s): s is Scenario => s !== undefined && wanted(s.key));
+  log(`scenarios: ${scenarios.map((s) => s.key).join(", ")}`);
+  return { scenarios, targets, notMeasured: [] };
+}
+
+const profile = (opts: ScenarioOptions) => (opts.profileDir ? { profileDir: opts.profileDir } : {});
+
+/** The encoded request, after checking that the pet service answers it with OK (h2load sees HTTP statuses only). */
+async function checkedRequest(address: string, method: PetMethod, request: object): Promise<Buffer> {
+  const bytes = encodeRequest(method, request);
+  const client = new grpc.Client(address, grpc.credentials.createInsecure());
+  const same = (b: Buffer) => b;
+  try {
+    await new Promise<void>((resolve, reject) =>
+      client.makeUnaryRequest(methodPath(method), same, same, bytes, { deadline: Date.now() + 5_000 }, (err) => (err ? reject(err) : resolve())),
+    );
+  } finally {
+    client.close();
+  }
+  return bytes;
+}

@@ -30,12 +30,15 @@ export function baseEnv(): Record<string, string> {
   );
 }
 
-/** `node [nodeArgs] --import tsx script` with NODE_ENV=production, stdout and stderr to dir/name.log. */
-export function spawnNode(name: string, script: string, env: Record<string, string>, dir: string, nodeArgs: string[] = []): Proc {
+/**
+ * `node [nodeArgs] --import tsx script` in `root` (this checkout unless another is given) with
+ * NODE_ENV=production, stdout and stderr to dir/name.log.
+ */
+export function spawnNode(name: string, script: string, env: Record<string, string>, dir: string, nodeArgs: string[] = [], root = ROOT): Proc {
   const logFile = path.join(dir, `${name}.log`);
   const fd = openSync(logFile, "a");
   const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", script], {
-    cwd: ROOT,
+    cwd: root,
     env: { ...baseEnv(), NODE_ENV: "production", ...env },
     stdio: ["ignore", fd, fd],
   });

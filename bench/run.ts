@@ -22,6 +22,8 @@
  * Flags: --duration S (10) --rounds N (3) --connections N (32) --smoke --readme
  *        --only a,b,… (just these scenarios, no open-loop or Redis figures: for quick comparisons)
  *        --profile DIR (gateways and pet service run with --cpu-prof, profiles written to DIR)
+ *        --compare DIR (another checkout with node_modules: its pet service and gateway run beside
+ *        ours as scenarios a@base and g@base; combine with --only a,g,a@base,g@base)
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -48,6 +50,7 @@ const { values: flags } = parseArgs({
     readme: { type: "boolean", default: false },
     only: { type: "string" },
     profile: { type: "string" },
+    compare: { type: "string" },
   },
 });
 
@@ -100,6 +103,7 @@ async function main(): Promise<number> {
       settings,
       ...(flags.profile && { profileDir: flags.profile }),
       ...(only && { only }),
+      ...(flags.compare && { compareRoot: path.resolve(flags.compare) }),
     });
 
     const full = !only;

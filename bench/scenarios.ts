@@ -31,6 +31,12 @@ export interface ScenarioOptions {
   profileDir?: string;
   /** Only these scenario keys (the processes of the others are not started either). */
   only?: string[];
+  /**
+   * Another checkout (e.g. `git worktree add /tmp/base main`, with node_modules): its own pet
+   * service and gateway run beside ours, as scenarios a@base and g@base, so a change is compared
+   * with its base in alternating rounds of one run.
+   */
+  compareRoot?: string;
 }
 
 export interface Scenarios {
@@ -118,6 +124,23 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
         })
       : undefined,
   ];
+  if (opts.compareRoot) {
+    const root = opts.compareRoot;
+    const basePet = await startPetService({ dir, name: "pet-service-base", db: path.join(dir, "pets-base.sqlite"), logLevel: LOG_LEVEL, root, ...profile(opts) });
+    const baseGateway = await startGateway({ dir, name: "gateway-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, redisUrl: redis.url, root, ...profile(opts) });
+    await seedPets(baseGateway.address, auth, settings.seed);
+    const basePids = { front: baseGateway.proc.pid, pet: basePet.proc.pid, redis: redis.process.pid! };
+    const baseFrame = grpcFrame(await checkedRequest(basePet.address, "ListPets", { limit: 20 }));
+    all.push(
+      { key: "a@base", label: `(a) full path, ${root}`, pids: basePids, run: (seconds) => wrk(list(baseGateway), loadOpts(basePids, seconds)) },
+      {
+        key: "g@base",
+        label: `(g) the pet service alone, ${root}`,
+        pids: { pet: basePet.proc.pid },
+        run: (seconds) => h2load({ url: `http://${basePet.address}${methodPath("ListPets")}`, frame: baseFrame }, loadOpts({ pet: basePet.proc.pid }, seconds)),
+      },
+    );
+  }
   const scenarios = all.filter((s): s is Scenario => s !== undefined && wanted(s.key));
   log(`scenarios: ${scenarios.map((s) => s.key).join(", ")}`);
   return { scenarios, targets, notMeasured: [] };

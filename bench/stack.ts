@@ -22,6 +22,8 @@ export interface PetServiceOptions {
   db: string;
   logLevel: string;
   profileDir?: string;
+  /** Another checkout to run the service from (--compare); this one by default. */
+  root?: string;
 }
 
 export async function startPetService(opts: PetServiceOptions): Promise<Service> {
@@ -33,6 +35,7 @@ export async function startPetService(opts: PetServiceOptions): Promise<Service>
     { PET_SERVICE_HOST: "127.0.0.1", PET_SERVICE_PORT: String(port), PETS_DB: opts.db, LOG_LEVEL: opts.logLevel },
     opts.dir,
     profileArgs(opts.profileDir, opts.name),
+    opts.root,
   );
   await waitFor(proc, "grpc health SERVING", async () => (await checkHealth(address, "", { timeoutMs: 500 })) === "SERVING");
   return { proc, address };
@@ -48,6 +51,8 @@ export interface GatewayOptions {
   keysDir: string;
   logLevel: string;
   profileDir?: string;
+  /** Another checkout to run the gateway from (--compare); this one by default. */
+  root?: string;
 }
 
 export async function startGateway(opts: GatewayOptions): Promise<Service> {
@@ -66,6 +71,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Service> {
     },
     opts.dir,
     profileArgs(opts.profileDir, opts.name),
+    opts.root,
   );
   await waitFor(proc, "/readyz 200", async () => (await fetch(`${address}/readyz`)).status === 200);
   return { proc, address };

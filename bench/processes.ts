@@ -35,13 +35,14 @@ export function baseEnv(): Record<string, string> {
  * NODE_ENV=production, stdout and stderr to dir/name.log.
  */
 export function spawnNode(name: string, script: string, env: Record<string, string>, dir: string, nodeArgs: string[] = [], root = ROOT): Proc {
+  return spawnProcess(name, process.execPath, [...nodeArgs, "--import", "tsx", script], { NODE_ENV: "production", ...env }, dir, root);
+}
+
+/** Any program as a service under test: our environment's basics plus `env`, output to dir/name.log. */
+export function spawnProcess(name: string, command: string, args: string[], env: Record<string, string>, dir: string, cwd = ROOT): Proc {
   const logFile = path.join(dir, `${name}.log`);
   const fd = openSync(logFile, "a");
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", script], {
-    cwd: root,
-    env: { ...baseEnv(), NODE_ENV: "production", ...env },
-    stdio: ["ignore", fd, fd],
-  });
+  const child = spawn(command, args, { cwd, env: { ...baseEnv(), ...env }, stdio: ["ignore", fd, fd] });
   closeSync(fd);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const proc: Proc = {

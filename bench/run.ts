@@ -104,6 +104,7 @@ async function main(): Promise<number> {
       ...(flags.profile && { profileDir: flags.profile }),
       ...(only && { only }),
       ...(flags.compare && { compareRoot: path.resolve(flags.compare) }),
+      goGateway: !smoke,
     });
 
     const full = !only;

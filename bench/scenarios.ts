@@ -1,11 +1,10 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import * as grpc from "@grpc/grpc-js";
 import type { PrivateRedis } from "../tests/helpers/redis-server.js";
 import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.js";
 import { h2load, wrk, type HttpTarget, type Run } from "./load.js";
 import { log } from "./processes.js";
-import { seedPets, startFront, startGateway, startPetService, type Service } from "./stack.js";
+import { rawCall, seedPets, startFixedGrpcServer, startFront, startGateway, startGoGateway, startPetService, type Service } from "./stack.js";
 
 /**
  * The scenarios of `npm run bench`, each a load tool pointed at one front, with the processes
@@ -37,6 +36,8 @@ export interface ScenarioOptions {
    * with its base in alternating rounds of one run.
    */
   compareRoot?: string;
+  /** Build and run grpc-gateway (Go) when Debian's packages are there (not in --smoke: the first build takes a minute). */
+  goGateway: boolean;
 }
 
 export interface Scenarios {
@@ -141,9 +142,30 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
       },
     );
   }
+  const notMeasured: string[] = [];
+  if (wanted("k")) {
+    const request = encodeRequest("ListPets", { limit: 20 });
+    const replyFile = path.join(dir, "list-reply.bin");
+    writeFileSync(replyFile, await rawCall(pet.address, "ListPets", request));
+    const fixed = await startFixedGrpcServer(dir, replyFile, request);
+    const measured = { pet: fixed.proc.pid };
+    const url = `http://${fixed.address}${methodPath("ListPets")}`;
+    const frame = grpcFrame(request);
+    all.push({
+      key: "k",
+      label: "(k) floor: a grpc-js server answering ListPets with fixed bytes (h2load; no protobuf, SQLite or logs)",
+      pids: measured,
+      run: (seconds) => h2load({ url, frame }, loadOpts(measured, seconds)),
+    });
+  }
+  if (opts.goGateway && wanted("i")) {
+    const go = await startGoGateway(dir, pet.address);
+    if ("missing" in go) notMeasured.push(go.missing);
+    else all.push(http("i", "(i) grpc-gateway (Go) in front of the same pet service: GET /v1/pets?limit=20, its own JSON, no auth or limits", list(go), go));
+  }
   const scenarios = all.filter((s): s is Scenario => s !== undefined && wanted(s.key));
   log(`scenarios: ${scenarios.map((s) => s.key).join(", ")}`);
-  return { scenarios, targets, notMeasured: [] };
+  return { scenarios, targets, notMeasured };
 }
 
 const profile = (opts: ScenarioOptions) => (opts.profileDir ? { profileDir: opts.profileDir } : {});
@@ -151,14 +173,6 @@ const profile = (opts: ScenarioOptions) => (opts.profileDir ? { profileDir: opts
 /** The encoded request, after checking that the pet service answers it with OK (h2load sees HTTP statuses only). */
 async function checkedRequest(address: string, method: PetMethod, request: object): Promise<Buffer> {
   const bytes = encodeRequest(method, request);
-  const client = new grpc.Client(address, grpc.credentials.createInsecure());
-  const same = (b: Buffer) => b;
-  try {
-    await new Promise<void>((resolve, reject) =>
-      client.makeUnaryRequest(methodPath(method), same, same, bytes, { deadline: Date.now() + 5_000 }, (err) => (err ? reject(err) : resolve())),
-    );
-  } finally {
-    client.close();
-  }
+  await rawCall(address, method, bytes);
   return bytes;
 }

@@ -1,7 +1,12 @@
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
+import * as grpc from "@grpc/grpc-js";
 import { checkHealth } from "../tests/helpers/pet-service.js";
 import { freePort } from "../tests/helpers/net.js";
-import { spawnNode, waitFor, type Proc } from "./processes.js";
+import { methodPath, type PetMethod } from "./grpc-frame.js";
+import { ROOT, spawnNode, spawnProcess, waitFor, type Proc } from "./processes.js";
 
 /** The processes under test: pet services, gateways and the Express fronts of the floors. */
 
@@ -97,4 +102,54 @@ export async function seedPets(gatewayUrl: string, headers: Record<string, strin
     });
     if (res.status !== 201) throw new Error(`seeding: POST /v1/pets answered ${res.status}: ${await res.text()}`);
   }
+}
+
+/** One unary call with fixed request bytes; resolves with the reply's bytes (rejects on any gRPC error). */
+export async function rawCall(address: string, method: PetMethod, request: Buffer): Promise<Buffer> {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure());
+  const same = (b: Buffer) => b;
+  try {
+    return await new Promise<Buffer>((resolve, reject) =>
+      client.makeUnaryRequest(methodPath(method), same, same, request, { deadline: Date.now() + 5_000 }, (err, reply) =>
+        err ? reject(err) : resolve(reply!),
+      ),
+    );
+  } finally {
+    client.close();
+  }
+}
+
+/** bench/grpc-fixed-server.ts answering ListPets with `replyFile`'s bytes. */
+export async function startFixedGrpcServer(dir: string, replyFile: string, request: Buffer): Promise<Service> {
+  const port = await freePort();
+  const address = `127.0.0.1:${port}`;
+  const proc = spawnNode("grpc-fixed-server", "bench/grpc-fixed-server.ts", { FIXED_PORT: String(port), FIXED_RESPONSE_FILE: replyFile }, dir);
+  await waitFor(proc, "a ListPets reply", async () => (await rawCall(address, "ListPets", request)).length > 0);
+  return { proc, address };
+}
+
+const GO_GATEWAY_TOOLS = ["go", "protoc", "protoc-gen-go", "protoc-gen-grpc-gateway"];
+const GO_GATEWAY_SOURCES = "/usr/share/gocode/src/github.com/grpc-ecosystem/grpc-gateway/runtime";
+export const GO_GATEWAY_PACKAGES =
+  "golang-go protobuf-compiler golang-goprotobuf-dev golang-grpc-gateway golang-github-grpc-ecosystem-grpc-gateway-dev golang-google-grpc-dev golang-google-genproto-dev";
+
+const onPath = (tool: string) => (process.env.PATH ?? "").split(path.delimiter).some((d) => d && existsSync(path.join(d, tool)));
+
+/**
+ * grpc-gateway (Go) in front of the pet service, built by bench/grpc-gateway/build.sh from Debian's
+ * packages; undefined (with the reason) when they are not installed.
+ */
+export async function startGoGateway(dir: string, petAddress: string): Promise<Service | { missing: string }> {
+  const absent = GO_GATEWAY_TOOLS.filter((t) => !onPath(t));
+  if (absent.length || !existsSync(GO_GATEWAY_SOURCES)) {
+    return { missing: `grpc-gateway (Go) needs ${absent.length ? absent.join(", ") : GO_GATEWAY_SOURCES}: apt-get install -y ${GO_GATEWAY_PACKAGES}` };
+  }
+  const binary = execFileSync(path.join(ROOT, "bench/grpc-gateway/build.sh"), [path.join(os.tmpdir(), "petstore-grpc-gateway")], {
+    encoding: "utf8",
+  }).trim();
+  const port = await freePort();
+  const address = `http://127.0.0.1:${port}`;
+  const proc = spawnProcess("grpc-gateway", binary, [], { PET_SERVICE_ADDR: petAddress, GW_LISTEN: `127.0.0.1:${port}` }, dir);
+  await waitFor(proc, "GET /v1/pets 200", async () => (await fetch(`${address}/v1/pets?limit=20`)).status === 200);
+  return { proc, address };
 }

@@ -32,7 +32,7 @@ export function benchReport(r: ReportInput): string {
     `Machine: ${r.machine}.`,
     "",
     ...TABLE_HEADER,
-    ...r.scenarios.map((s) => tableRow(s.label, s.summary, s.key === "g" || s.key === "h" ? undefined : ratio(s.summary))),
+    ...r.scenarios.map((s) => tableRow(s.label, s.summary, ["g", "h", "k"].includes(s.key) ? undefined : ratio(s.summary))),
     ...r.halfRows.map((s) => tableRow(s.label, s.summary, undefined)),
     "",
     "Targets (2 cores, everything local):",

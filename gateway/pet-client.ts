@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import type { Histogram } from "prom-client";
-import { loadPetStorePackage } from "../proto/load.js";
+import { loadPetServiceDefinition, loadPetStorePackage, withGeneratedCodecs } from "../proto/load.js";
 import type {
   CreatePetRequest,
   CreatePetResponse,
@@ -54,7 +54,7 @@ type Unary<Req, Res> = (
 
 /** One long-lived client (one HTTP/2 channel) for the process, as grpc-node recommends. */
 export function createPetClient(opts: PetClientOptions): PetClient {
-  const { PetService } = loadPetStorePackage();
+  const { PetService } = loadPetStorePackage(withGeneratedCodecs(loadPetServiceDefinition()));
   const client = new PetService(opts.address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
 
   function call<Req, Res>(method: string) {

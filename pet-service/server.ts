@@ -4,7 +4,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation, protoPath as healthProtoPath } from "grpc-health-check";
 import type { Logger } from "../lib/logger.js";
-import { LOADER_OPTIONS, loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.js";
+import { LOADER_OPTIONS, loadPetServiceDefinition, PET_SERVICE_NAME, withGeneratedCodecs } from "../proto/load.js";
 import { petServiceHandlers, type HandlerDeps } from "./handlers.js";
 import type { PetStore } from "./store/pet-store.js";
 
@@ -42,7 +42,7 @@ export function createServer(deps: PetServerDeps): PetServer {
   const definition = loadPetServiceDefinition();
   // No channelz bookkeeping (per-call counters and timestamps): nothing reads it, every call pays for it.
   const server = new grpc.Server({ "grpc.enable_channelz": 0 });
-  server.addService(definition[PET_SERVICE_NAME] as grpc.ServiceDefinition, petServiceHandlers(deps));
+  server.addService(withGeneratedCodecs(definition)[PET_SERVICE_NAME] as grpc.ServiceDefinition, petServiceHandlers(deps));
 
   const health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((s) => [s, "SERVING"])));
   health.addToServer(server);

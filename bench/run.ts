@@ -82,6 +82,7 @@ const README_INTRO =
   "nothing about speed. Latest run:";
 
 let redisServer: PrivateRedis | undefined;
+let cleanUp = () => {};
 
 async function main(): Promise<number> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "petstore-bench-"));
@@ -95,7 +96,7 @@ async function main(): Promise<number> {
     stats = new Redis(redis.url);
     log(`redis ${redis.url}; temp dir ${dir}`);
     const only = flags.only?.split(",");
-    const { scenarios, targets, notMeasured } = await buildScenarios({
+    const built = await buildScenarios({
       dir,
       keysDir,
       auth: { authorization: `Bearer ${key}` },
@@ -105,7 +106,10 @@ async function main(): Promise<number> {
       ...(only && { only }),
       ...(flags.compare && { compareRoot: path.resolve(flags.compare) }),
       goGateway: !smoke,
+      postgres: false,
     });
+    cleanUp = built.cleanUp;
+    const { scenarios, targets, notMeasured } = built;
 
     const full = !only;
     const monitor = full
@@ -197,6 +201,7 @@ async function main(): Promise<number> {
     return 0;
   } finally {
     await stopAll();
+    cleanUp();
     stats?.disconnect();
     await redisServer?.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -216,6 +221,7 @@ function toolVersion(tool: string, args: string[], pattern: RegExp): string {
 
 const interrupted = () =>
   void stopAll()
+    .then(() => cleanUp())
     .then(() => redisServer?.stop())
     .finally(() => process.exit(130));
 process.once("SIGINT", interrupted);

@@ -4,7 +4,17 @@ import type { PrivateRedis } from "../tests/helpers/redis-server.js";
 import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.js";
 import { h2load, wrk, type HttpTarget, type Run } from "./load.js";
 import { log } from "./processes.js";
-import { rawCall, seedPets, startFixedGrpcServer, startFront, startGateway, startGoGateway, startPetService, type Service } from "./stack.js";
+import {
+  createPrivateDatabase,
+  rawCall,
+  seedPets,
+  startFixedGrpcServer,
+  startFront,
+  startGateway,
+  startGoGateway,
+  startPetService,
+  type Service,
+} from "./stack.js";
 
 /**
  * The scenarios of `npm run bench`, each a load tool pointed at one front, with the processes
@@ -38,6 +48,8 @@ export interface ScenarioOptions {
   compareRoot?: string;
   /** Build and run grpc-gateway (Go) when Debian's packages are there (not in --smoke: the first build takes a minute). */
   goGateway: boolean;
+  /** Rows with PostgreSQL (a private database) behind two pet-service replicas. */
+  postgres: boolean;
 }
 
 export interface Scenarios {
@@ -46,6 +58,8 @@ export interface Scenarios {
   targets: Record<"a" | "b" | "c" | "d", HttpTarget>;
   /** Scenarios that could not run here, with the reason (shown under the table). */
   notMeasured: string[];
+  /** Drops what the scenarios created outside their processes (the PostgreSQL database); after stopAll(). */
+  cleanUp(): void;
 }
 
 const LOG_LEVEL = "info";
@@ -163,9 +177,36 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
     if ("missing" in go) notMeasured.push(go.missing);
     else all.push(http("i", "(i) grpc-gateway (Go) in front of the same pet service: GET /v1/pets?limit=20, its own JSON, no auth or limits", list(go), go));
   }
+  let cleanUp = () => {};
+  if (opts.postgres && (wanted("a-pg") || wanted("d-pg"))) {
+    const database = createPrivateDatabase();
+    if ("missing" in database) notMeasured.push(database.missing);
+    else {
+      cleanUp = database.drop;
+      // One after the other: the first creates the schema.
+      const replicas: Service[] = [];
+      for (const i of [0, 1]) replicas.push(await startPetService({ dir, name: `pet-service-pg-${i}`, db: database.url, logLevel: LOG_LEVEL, ...profile(opts) }));
+      const front = await startGateway({
+        dir,
+        name: "gateway-pg",
+        petAddress: `ipv4:${replicas.map((r) => r.address).join(",")}`,
+        keysDir,
+        logLevel: LOG_LEVEL,
+        redisUrl: redis.url,
+        ...profile(opts),
+      });
+      await seedPets(front.address, auth, settings.seed);
+      const measured = { front: front.proc.pid, "pet:0": replicas[0]!.proc.pid, "pet:1": replicas[1]!.proc.pid, redis: redis.process.pid! };
+      const row = (key: string, label: string, target: HttpTarget): Scenario => ({ key, label, pids: measured, run: (seconds) => wrk(target, loadOpts(measured, seconds)) });
+      all.push(
+        row("a-pg", "(a) full path, PostgreSQL behind two pet-service replicas (round robin; CPU of both replicas added up)", list(front)),
+        row("d-pg", "(d) POST /v1/pets, PostgreSQL behind two pet-service replicas", create(front)),
+      );
+    }
+  }
   const scenarios = all.filter((s): s is Scenario => s !== undefined && wanted(s.key));
   log(`scenarios: ${scenarios.map((s) => s.key).join(", ")}`);
-  return { scenarios, targets, notMeasured };
+  return { scenarios, targets, notMeasured, cleanUp };
 }
 
 const profile = (opts: ScenarioOptions) => (opts.profileDir ? { profileDir: opts.profileDir } : {});

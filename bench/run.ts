@@ -22,8 +22,8 @@
  * Flags: --duration S (10) --rounds N (3) --connections N (32) --smoke --readme
  *        --only a,b,… (just these scenarios, no open-loop or Redis figures: for quick comparisons)
  *        --profile DIR (gateways and pet service run with --cpu-prof, profiles written to DIR)
- *        --compare DIR (another checkout with node_modules: its pet service and gateway run beside
- *        ours as scenarios a@base and g@base; combine with --only a,g,a@base,g@base)
+ *        --compare DIR (another checkout with node_modules: its pet service and gateways run beside
+ *        ours as scenarios a@base, c-mem@base and g@base; combine with --only a,a@base,…)
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";

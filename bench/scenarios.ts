@@ -146,7 +146,10 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
     await seedPets(baseGateway.address, auth, settings.seed);
     const basePids = { front: baseGateway.proc.pid, pet: basePet.proc.pid, redis: redis.process.pid! };
     const baseFrame = grpcFrame(await checkedRequest(basePet.address, "ListPets", { limit: 20 }));
+    const baseMemory = await startGateway({ dir, name: "gateway-memory-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, root, ...profile(opts) });
+    const memoryPids = { front: baseMemory.proc.pid };
     all.push(
+      { key: "c-mem@base", label: `(c) auth + limiter only, memory limiter, ${root}`, pids: memoryPids, run: (seconds) => wrk(noop(baseMemory), loadOpts(memoryPids, seconds)) },
       { key: "a@base", label: `(a) full path, ${root}`, pids: basePids, run: (seconds) => wrk(list(baseGateway), loadOpts(basePids, seconds)) },
       {
         key: "g@base",

@@ -75,11 +75,14 @@ const settings = {
 };
 
 const README_INTRO =
-  "`npm run bench` (bench/run.ts) starts a private Redis, one pet service and two gateways (Redis and memory limiter) as " +
-  "separate processes, seeds 20 pets and drives them with wrk and h2load beside bare Express and two floors (Express + " +
-  "grpc-js, naive and pass-through), measuring each process's CPU per request from /proc; it rewrites this section. " +
-  "CI runs only `bench/run.ts --smoke` (tests/integration/bench.test.ts), which checks that the script works and asserts " +
-  "nothing about speed. Latest run:";
+  "`npm run bench` (bench/run.ts and its modules) starts a private Redis, one pet service and two gateways (Redis and " +
+  "memory limiter) as separate processes, seeds 20 pets and drives them with wrk and h2load beside bare Express, two " +
+  "Express + grpc-js floors, a grpc-js server answering fixed bytes and, when Debian's Go packages are installed, " +
+  "grpc-gateway (bench/grpc-gateway/); each process's CPU per request comes from /proc. It rewrites this section. " +
+  "CI runs only `bench/run.ts --smoke` (tests/integration/bench.test.ts; `.ci/run` installs wrk and nghttp2-client " +
+  "when missing), which checks that the script works and asserts nothing about speed. `--only KEYS` runs some " +
+  "scenarios, `--compare DIR` runs another checkout beside this one, `--profile DIR` writes CPU profiles " +
+  "(`bench/profile-top.ts` summarises them). Latest run:";
 
 let redisServer: PrivateRedis | undefined;
 let cleanUp = () => {};

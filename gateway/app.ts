@@ -3,6 +3,7 @@ import express, { type Request, type Response } from "express";
 import type { Logger } from "../lib/logger.js";
 import type { ApiKey, KeyVerifier } from "./auth/api-key.js";
 import { deprecationHeaders, type Deprecation } from "./deprecation.js";
+import { docsRouter } from "./docs.js";
 import { ApiError } from "./errors.js";
 import { errorHandler, sendError } from "./error-handler.js";
 import { guard } from "./guard.js";
@@ -58,6 +59,7 @@ export function createApp(deps: AppDeps): express.Express {
   // never overlap: ops paths are outside /v1, and the v1 router answers everything under /v1.
   app.use("/v1", v1Router(deps));
   app.use(opsRouter(deps));
+  app.use(docsRouter());
   app.use((_req: Request, res: Response) => sendError(res, NOT_FOUND));
   app.use(errorHandler(deps.logger));
   return app;

@@ -54,6 +54,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     });
   const pets = createPetClient({ address: config.PET_SERVICE_ADDR, timeoutMs: config.PET_SERVICE_TIMEOUT_MS, latency: metrics.grpcDuration });
   const petHealth = petServiceHealth(config.PET_SERVICE_ADDR);
+  metrics.probePetService(async () => (await petHealth()) === undefined);
 
   let stopping = false;
   const usingFallback = "usingFallback" in limiter ? (limiter.usingFallback as () => boolean) : () => false;

@@ -12,6 +12,10 @@ export interface GatewayMetrics {
   redisFaults: Counter;
   limiterFallback: Gauge;
   grpcDuration: Histogram<"method" | "code">;
+  /** 1 while the pet service answers this gateway's grpc.health check with SERVING, else 0; asked at each scrape. */
+  petServiceServing: Gauge;
+  /** Sets the check petServiceServing runs at scrape time (createGateway: the readiness health check). */
+  probePetService(serving: () => Promise<boolean>): void;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -20,6 +24,7 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  let probe: (() => Promise<boolean>) | undefined;
   return {
     registry,
     httpRequests: new Counter({
@@ -58,5 +63,18 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
       buckets: LATENCY_BUCKETS,
       registers,
     }),
+    // Asked when scraped rather than kept up to date: fresh whatever the probe interval, and no
+    // traffic to the pet service when nobody looks (alert: PetServiceNotServing).
+    petServiceServing: new Gauge({
+      name: "gateway_pet_service_serving",
+      help: "1 while the pet service reports SERVING to this gateway's grpc.health check (as /readyz uses it), else 0.",
+      registers,
+      async collect() {
+        if (probe) this.set((await probe()) ? 1 : 0);
+      },
+    }),
+    probePetService(serving) {
+      probe = serving;
+    },
   };
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run keys -- <command>`: API-key tooling. Exit codes: 0 done, 1 failed, 2 bad usage;
+ * `npm run -s keys -- <command>`: API-key tooling. Exit codes: 0 done, 1 failed, 2 bad usage;
  * errors are one line on stderr. `issue` prints the key alone on stdout (use `npm run -s` so
  * npm's own banner stays out of it).
  */

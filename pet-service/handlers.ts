@@ -14,7 +14,7 @@ import type { PetServiceMetrics } from "./metrics.js";
 import { createPageTokens } from "./page-token.js";
 import { listPage } from "./paging.js";
 import { toProtoPet } from "./proto-mapping.js";
-import { checkCreatePet, checkListQuery, checkPetId, type Checked } from "./rules.js";
+import { checkCreatePet, checkListQuery, checkPetId, namesNoPet, type Checked } from "./rules.js";
 import type { PetStore } from "./store/pet-store.js";
 import { getOrCreate } from "../lib/get-or-create.js";
 
@@ -45,7 +45,7 @@ export function petServiceHandlers({ store, logger, metrics, clock = Date.now }:
     ),
     GetPet: unary<GetPetRequest, GetPetResponse>("GetPet", async (request) => {
       const id = accepted(checkPetId(request));
-      const pet = await store.get(id);
+      const pet = namesNoPet(id) ? undefined : await store.get(id);
       if (!pet) throw notFound(`pet ${id} not found`);
       return { pet: toProtoPet(pet) };
     }),

@@ -18,6 +18,7 @@ import type { ListQuery, NewPet, PetStatus } from "./store/pet-store.js";
 export const NAME_MAX_LENGTH = 100;
 export const LIST_LIMIT = { min: 1, max: 100, default: 20 } as const;
 export const INT64_MAX = 2n ** 63n - 1n;
+const INT64_MIN = -(2n ** 63n);
 /**
  * CreatePet's request_id (idempotency key): printable ASCII, as sf-strings allow. 320 leaves room
  * for the gateway's `<api key id>:` scope in front of a client's 255-character Idempotency-Key.
@@ -77,11 +78,18 @@ const PAGE_TOKEN_PROBLEMS: Readonly<Record<TokenProblem, string>> = {
   other_filter: "page_token was issued for another status filter: keep the status of the first page for the whole walk",
 };
 
+/**
+ * GetPet's id: required, any int64. Ids the service assigns are positive, so 0 and negative ids
+ * are well-formed ids that name no pet (NOT_FOUND), like any id never assigned; see namesNoPet.
+ */
 export function checkPetId(request: GetPetRequest): Checked<bigint> {
-  const id = parsePositiveInt64("id", request.id);
+  const id = parseInt64("id", request.id);
   if (isViolation(id)) return rejected(id);
   return { ok: true, value: id };
 }
+
+/** True for ids the service never assigns (0 and below): no store needs asking about them. */
+export const namesNoPet = (id: bigint): boolean => id <= 0n;
 
 function parseName(raw: unknown): string | FieldViolation {
   const name = typeof raw === "string" ? raw.trim() : "";
@@ -94,16 +102,24 @@ function parseName(raw: unknown): string | FieldViolation {
   return name;
 }
 
-/** int64 arrives as a decimal string (proto-loader `longs: String`); 0 is proto3's "not set". */
-function parsePositiveInt64(field: string, raw: unknown): bigint | FieldViolation {
-  const text = String(raw ?? "0");
+/**
+ * A required int64 field. These fields have explicit presence (`optional` in the proto), so an
+ * unset field (undefined here) is told apart from one set to 0. int64 arrives as a decimal
+ * string (proto-loader `longs: String`).
+ */
+function parseInt64(field: string, raw: unknown): bigint | FieldViolation {
+  if (raw === undefined || raw === null) return violation(field, `${field} is required`);
+  const text = String(raw);
   if (!/^-?\d+$/.test(text)) return violation(field, `${field} must be an integer`);
   const value = BigInt(text);
-  if (value === 0n) return violation(field, `${field} is required`);
-  if (value < 0n || value > INT64_MAX) {
-    return violation(field, `${field} must be a positive integer no greater than ${INT64_MAX}`);
-  }
+  if (value < INT64_MIN || value > INT64_MAX) return violation(field, `${field} must be an int64`);
   return value;
+}
+
+function parsePositiveInt64(field: string, raw: unknown): bigint | FieldViolation {
+  const value = parseInt64(field, raw);
+  if (isViolation(value) || value > 0n) return value;
+  return violation(field, `${field} must be a positive integer, 1 to ${INT64_MAX} (got ${value})`);
 }
 
 /** "" (proto3's "not set") means none. Taken verbatim: an opaque key, not trimmed. */

@@ -40,7 +40,7 @@ function write_petstore_v1_ListPetsRequest(m: Record<string, unknown>): void {
 }
 
 function read_petstore_v1_ListPetsRequest() {
-  const d = { "limit": 0, "status": "PET_STATUS_UNSPECIFIED" as string | number, "pageToken": "" };
+  const d: { "limit": number; "status": string | number; "pageToken": string } = { "limit": 0, "status": "PET_STATUS_UNSPECIFIED", "pageToken": "" };
   while (more()) {
     const t = readUint32();
     switch (t >>> 3) {
@@ -80,7 +80,7 @@ function write_petstore_v1_Pet(m: Record<string, unknown>): void {
 }
 
 function read_petstore_v1_Pet() {
-  const d = { "id": "0", "name": "", "categoryId": "0", "status": "PET_STATUS_UNSPECIFIED" as string | number };
+  const d: { "id": string; "name": string; "categoryId": string; "status": string | number } = { "id": "0", "name": "", "categoryId": "0", "status": "PET_STATUS_UNSPECIFIED" };
   while (more()) {
     const t = readUint32();
     switch (t >>> 3) {
@@ -120,7 +120,7 @@ function write_petstore_v1_ListPetsResponse(m: Record<string, unknown>): void {
 }
 
 function read_petstore_v1_ListPetsResponse() {
-  const d = { "pets": [] as unknown[], "nextPageToken": "" };
+  const d: { "pets": unknown[]; "nextPageToken": string } = { "pets": [], "nextPageToken": "" };
   while (more()) {
     const t = readUint32();
     switch (t >>> 3) {
@@ -159,12 +159,12 @@ function write_petstore_v1_CreatePetRequest(m: Record<string, unknown>): void {
 }
 
 function read_petstore_v1_CreatePetRequest() {
-  const d = { "name": "", "categoryId": "0", "status": "PET_STATUS_UNSPECIFIED" as string | number, "requestId": "" };
+  const d: { "name": string; "categoryId"?: string; "_categoryId"?: string; "status": string | number; "requestId": string } = { "name": "", "status": "PET_STATUS_UNSPECIFIED", "requestId": "" };
   while (more()) {
     const t = readUint32();
     switch (t >>> 3) {
       case 1: d["name"] = readString(); break;
-      case 2: d["categoryId"] = readInt64(); break;
+      case 2: d["categoryId"] = readInt64(); d["_categoryId"] = "categoryId"; break;
       case 3: d["status"] = petstore_v1_PetStatus_name(readInt32()); break;
       case 4: d["requestId"] = readString(); break;
       default: skipField(t & 7);
@@ -196,7 +196,7 @@ function write_petstore_v1_CreatePetResponse(m: Record<string, unknown>): void {
 }
 
 function read_petstore_v1_CreatePetResponse() {
-  const d = { "pet": null as unknown, "replayed": false };
+  const d: { "pet": unknown; "replayed": boolean } = { "pet": null, "replayed": false };
   while (more()) {
     const t = readUint32();
     switch (t >>> 3) {
@@ -229,11 +229,11 @@ function write_petstore_v1_GetPetRequest(m: Record<string, unknown>): void {
 }
 
 function read_petstore_v1_GetPetRequest() {
-  const d = { "id": "0" };
+  const d: { "id"?: string; "_id"?: string } = {  };
   while (more()) {
     const t = readUint32();
     switch (t >>> 3) {
-      case 1: d["id"] = readInt64(); break;
+      case 1: d["id"] = readInt64(); d["_id"] = "id"; break;
       default: skipField(t & 7);
     }
   }
@@ -261,7 +261,7 @@ function write_petstore_v1_GetPetResponse(m: Record<string, unknown>): void {
 }
 
 function read_petstore_v1_GetPetResponse() {
-  const d = { "pet": null as unknown };
+  const d: { "pet": unknown } = { "pet": null };
   while (more()) {
     const t = readUint32();
     switch (t >>> 3) {

@@ -23,11 +23,11 @@ function loadRoot(): protobuf.Root {
   return root;
 }
 
-const SCALAR_WRITERS: Record<string, { wireType: number; write: string; read: string; zero: string }> = {
-  int32: { wireType: 0, write: "writeInt32(v as number)", read: "readInt32()", zero: "0" },
-  int64: { wireType: 0, write: "writeInt64(v)", read: "readInt64()", zero: '"0"' },
-  bool: { wireType: 0, write: "writeBool(v)", read: "readBool()", zero: "false" },
-  string: { wireType: 2, write: 'writeString(typeof v === "string" ? v : String(v))', read: "readString()", zero: '""' },
+const SCALAR_WRITERS: Record<string, { wireType: number; write: string; read: string; zero: string; tsType: string }> = {
+  int32: { wireType: 0, write: "writeInt32(v as number)", read: "readInt32()", zero: "0", tsType: "number" },
+  int64: { wireType: 0, write: "writeInt64(v)", read: "readInt64()", zero: '"0"', tsType: "string" },
+  bool: { wireType: 0, write: "writeBool(v)", read: "readBool()", zero: "false", tsType: "boolean" },
+  string: { wireType: 2, write: 'writeString(typeof v === "string" ? v : String(v))', read: "readString()", zero: '""', tsType: "string" },
 };
 
 const local = (type: protobuf.ReflectionObject) => type.fullName.replace(/^\./, "").replace(/\./g, "_");
@@ -54,17 +54,31 @@ function enumFunctions(e: protobuf.Enum): string {
   ].join("\n");
 }
 
+/**
+ * A proto3 `optional` field is the only member of a synthetic oneof: like proto-loader (defaults
+ * and oneofs on), the decoded object has no default for it, and when it is present it also names
+ * itself in the oneof's property (`_categoryId: "categoryId"`).
+ */
+function optionalOneof(type: protobuf.Type, f: protobuf.Field): string | undefined {
+  if (!f.partOf) return undefined;
+  if (f.partOf.fieldsArray.length !== 1) throw new Error(`${type.fullName}.${f.name}: oneofs of several fields are not supported by the generator`);
+  return f.partOf.name;
+}
+
 function messageFunctions(type: protobuf.Type): string {
   const fields = [...type.fieldsArray].sort((a, b) => a.id - b.id);
   const name = local(type);
   const write: string[] = [];
   const defaults: string[] = [];
+  const shape: string[] = [];
   const cases: string[] = [];
   for (const f of fields) {
     const key = JSON.stringify(f.name);
     const tag = (wireType: number) => (f.id << 3) | wireType;
-    if (f.map || f.partOf) throw new Error(`${type.fullName}.${f.name}: maps and oneofs are not supported by the generator`);
+    if (f.map) throw new Error(`${type.fullName}.${f.name}: maps are not supported by the generator`);
+    const oneof = optionalOneof(type, f);
     if (f.resolvedType instanceof protobuf.Type) {
+      if (oneof) throw new Error(`${type.fullName}.${f.name}: optional message fields are not supported by the generator`);
       const inner = local(f.resolvedType);
       const writeOne = `writeUint32(${tag(2)}); const l = openLength(); write_${inner}(item); closeLength(l);`;
       if (f.repeated) {
@@ -75,28 +89,39 @@ function messageFunctions(type: protobuf.Type): string {
           `    for (const item of v) { checkObject(item, "${f.resolvedType.fullName.slice(1)}"); ${writeOne} }`,
           `  }`,
         );
-        defaults.push(`${key}: [] as unknown[]`);
+        defaults.push(`${key}: []`);
+        shape.push(`${key}: unknown[]`);
         cases.push(`      case ${f.id}: { const outer = enterMessage(); d[${key}].push(read_${inner}()); leaveMessage(outer); break; }`);
       } else {
         write.push(`  v = m[${key}];`, `  if (v != null) { const item = v; checkObject(item, "${f.resolvedType.fullName.slice(1)}"); ${writeOne} }`);
-        defaults.push(`${key}: null as unknown`);
+        defaults.push(`${key}: null`);
+        shape.push(`${key}: unknown`);
         cases.push(`      case ${f.id}: { const outer = enterMessage(); d[${key}] = read_${inner}(); leaveMessage(outer); break; }`);
       }
       continue;
     }
     if (f.repeated) throw new Error(`${type.fullName}.${f.name}: repeated scalars are not supported by the generator`);
+    // Present: the value, and for an optional field its name in the oneof's property.
+    const set = (read: string) => `d[${key}] = ${read};${oneof ? ` d[${JSON.stringify(oneof)}] = ${key};` : ""}`;
+    const declare = (tsType: string, zero: string) => {
+      if (oneof) shape.push(`${key}?: ${tsType}`, `${JSON.stringify(oneof)}?: string`);
+      else {
+        shape.push(`${key}: ${tsType}`);
+        defaults.push(`${key}: ${zero}`);
+      }
+    };
     if (f.resolvedType instanceof protobuf.Enum) {
       const e = local(f.resolvedType);
       write.push(`  v = m[${key}] == null ? undefined : ${e}_number(m[${key}]);`, `  if (v !== undefined) { writeUint32(${tag(0)}); writeInt32(v as number); }`);
-      defaults.push(`${key}: ${JSON.stringify(f.resolvedType.valuesById[0] ?? 0)} as string | number`);
-      cases.push(`      case ${f.id}: d[${key}] = ${e}_name(readInt32()); break;`);
+      declare("string | number", JSON.stringify(f.resolvedType.valuesById[0] ?? 0));
+      cases.push(`      case ${f.id}: ${set(`${e}_name(readInt32())`)} break;`);
       continue;
     }
     const scalar = SCALAR_WRITERS[f.type];
     if (!scalar) throw new Error(`${type.fullName}.${f.name}: type ${f.type} is not supported by the generator`);
     write.push(`  v = m[${key}];`, `  if (v != null) { writeUint32(${tag(scalar.wireType)}); ${scalar.write}; }`);
-    defaults.push(`${key}: ${scalar.zero}`);
-    cases.push(`      case ${f.id}: d[${key}] = ${scalar.read}; break;`);
+    declare(scalar.tsType, scalar.zero);
+    cases.push(`      case ${f.id}: ${set(scalar.read)} break;`);
   }
   return [
     `function write_${name}(m: Record<string, unknown>): void {`,
@@ -105,7 +130,7 @@ function messageFunctions(type: protobuf.Type): string {
     `}`,
     ``,
     `function read_${name}() {`,
-    `  const d = { ${defaults.join(", ")} };`,
+    `  const d: { ${shape.join("; ")} } = { ${defaults.join(", ")} };`,
     `  while (more()) {`,
     `    const t = readUint32();`,
     `    switch (t >>> 3) {`,

@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createKeyVerifier } from "../gateway/auth/jwt-verifier.js";
 import { watchRevocations } from "../gateway/auth/revocation-list.js";
+import { DOCS_PATH } from "../gateway/docs.js";
 import { ensureKeyPair, issueKey } from "../keys/index.js";
 
 const env = { ...process.env };
@@ -34,6 +35,7 @@ process.stdout.write(
     "",
     "Pet Store API is running.",
     `  Base URL: ${base}`,
+    `  Docs:     http://localhost:${gatewayPort}${DOCS_PATH}   (API reference: open it in a browser)`,
     `  Demo key: ${demoKey}   (plan pro, saved in ${demoKeyFile})`,
     "",
     "Try:",

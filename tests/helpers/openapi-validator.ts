@@ -44,7 +44,7 @@ export type OpenApiPathItem = Partial<Record<HttpMethod, OpenApiOperation>> & { 
 
 export interface OpenApiDocument {
   openapi: string;
-  info: { title: string; version: string; description?: string };
+  info: { title: string; version: string; description?: string; contact?: JsonObject; license?: JsonObject };
   servers?: { url: string; variables?: Record<string, { default: string }> }[];
   security?: Record<string, string[]>[];
   paths: Record<string, OpenApiPathItem>;
@@ -53,10 +53,43 @@ export interface OpenApiDocument {
 
 export const openApiDocument = JSON.parse(readFileSync(OPENAPI_FILE, "utf8")) as OpenApiDocument;
 
+const SHARED_HEADERS = ["X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"];
+
+/** An Error response with `code` and `status` fixed and the headers every /v1 response has, in the document's terms. */
+function errorResponse(code: string, status: number, message: string, headers: Record<string, OpenApiHeader> = {}): OpenApiResponse {
+  return {
+    description: `\`${code}\`: ${message}`,
+    headers: { ...Object.fromEntries(SHARED_HEADERS.map((name) => [name, { $ref: `#/components/headers/${name}` }])), ...headers },
+    content: {
+      "application/json": {
+        schema: { $ref: "#/components/schemas/Error", type: "object", properties: { code: { const: code }, status: { const: status } } },
+        example: { code, message, status },
+      },
+    },
+  };
+}
+
+/**
+ * What info.description says of requests no operation describes: another path under /v1 answers
+ * 404 `not_found`, a described path with another method 405 `method_not_allowed` with `Allow`.
+ * OpenAPI has no place for them (as components nothing references they are lint warnings), so
+ * they live here, beside the document and checked by the same machinery.
+ */
+export const UNDESCRIBED_RESPONSES: Readonly<Record<"NotFound" | "MethodNotAllowed", OpenApiResponse>> = {
+  NotFound: errorResponse("not_found", 404, "No such resource."),
+  MethodNotAllowed: errorResponse("method_not_allowed", 405, "Allowed methods: GET, HEAD, POST.", {
+    Allow: { description: "The methods the path has.", required: true, schema: { type: "string", pattern: "^[A-Z]+(, [A-Z]+)*$" }, example: "GET, HEAD, POST" },
+  }),
+};
+
+/** The document plus UNDESCRIBED_RESPONSES under a key of its own, so pointers and Ajv reach both. */
+const UNDESCRIBED_KEY = "x-undescribed-responses";
+const checkedDocument = { ...openApiDocument, [UNDESCRIBED_KEY]: UNDESCRIBED_RESPONSES };
+
 /** The value a local reference (`#/components/...`) points at; undefined when it does not resolve. */
 export function resolvePointer(ref: string): unknown {
   if (!ref.startsWith("#")) return undefined;
-  let node: unknown = openApiDocument;
+  let node: unknown = checkedDocument;
   for (const token of ref.slice(1).split("/").slice(1)) {
     const key = decodeURIComponent(token).replaceAll("~1", "/").replaceAll("~0", "~");
     if (typeof node !== "object" || node === null || !Object.hasOwn(node, key)) return undefined;
@@ -90,8 +123,8 @@ const DOCUMENT_ID = "https://petstore.example/v1/openapi.json";
 const ajv = new Ajv2020({ allErrors: true, strict: true });
 addFormats(ajv); // includes OpenAPI's int32/int64/float/double
 // OpenAPI's top-level fields are not JSON Schema keywords; declaring them keeps strict mode for real schemas.
-ajv.addVocabulary(["openapi", "info", "jsonSchemaDialect", "servers", "paths", "webhooks", "components", "security", "tags", "externalDocs"]);
-ajv.addSchema(openApiDocument, DOCUMENT_ID);
+ajv.addVocabulary(["openapi", "info", "jsonSchemaDialect", "servers", "paths", "webhooks", "components", "security", "tags", "externalDocs", UNDESCRIBED_KEY]);
+ajv.addSchema(checkedDocument, DOCUMENT_ID);
 
 const validators = new Map<string, ValidateFunction>();
 
@@ -149,8 +182,16 @@ export function findPathTemplate(path: string): string | undefined {
  * Responses to requests no operation describes (info.description): authentication and quotas are
  * checked first, then an unknown path answers 404 and a described path with another method 405.
  */
-const UNDESCRIBED_PATH: Readonly<Record<string, string>> = { "401": "Unauthorized", "404": "NotFound", "429": "TooManyRequests" };
-const UNDESCRIBED_METHOD: Readonly<Record<string, string>> = { "401": "Unauthorized", "405": "MethodNotAllowed", "429": "TooManyRequests" };
+const UNDESCRIBED_PATH: Readonly<Record<string, string>> = {
+  "401": "#/components/responses/Unauthorized",
+  "404": `#/${UNDESCRIBED_KEY}/NotFound`,
+  "429": "#/components/responses/TooManyRequests",
+};
+const UNDESCRIBED_METHOD: Readonly<Record<string, string>> = {
+  "401": "#/components/responses/Unauthorized",
+  "405": `#/${UNDESCRIBED_KEY}/MethodNotAllowed`,
+  "429": "#/components/responses/TooManyRequests",
+};
 
 export interface ObservedRequest {
   method: string;
@@ -183,12 +224,12 @@ export function validateAgainstOpenApi(req: ObservedRequest, res: ObservedRespon
     response = deref(operation.responses[statusKey]!, `/paths/${escapeToken(template)}/${opMethod}/responses/${statusKey}`);
   } else {
     const allowed = item ? UNDESCRIBED_METHOD : UNDESCRIBED_PATH;
-    const name = allowed[String(res.status)];
-    if (name === undefined) {
+    const ref = allowed[String(res.status)];
+    if (ref === undefined) {
       const what = item ? `method ${req.method.toUpperCase()} on ${template}` : "path";
       return [`${label}: undescribed ${what} may only answer ${Object.keys(allowed).join("/")}`];
     }
-    response = deref<OpenApiResponse>({ $ref: `#/components/responses/${name}` }, "");
+    response = deref<OpenApiResponse>({ $ref: ref }, "");
   }
 
   return [

@@ -184,7 +184,8 @@ export type PetClient = ServiceClient & {
   list(request?: ListPetsRequest, opts?: CallOpts): Promise<Pet[]>;
   /** ListPets with its next_page_token. */
   page(request?: ListPetsRequest, opts?: CallOpts): Promise<ListPetsResponse>;
-  get(id: string, opts?: CallOpts): Promise<Pet>;
+  /** `id` undefined sends a request with the field unset. */
+  get(id: string | undefined, opts?: CallOpts): Promise<Pet>;
 };
 
 export function petClient(address: string): PetClient {
@@ -196,7 +197,7 @@ export function petClient(address: string): PetClient {
     list: async (request: ListPetsRequest = {}, opts?: CallOpts) =>
       (await unary<{ pets: Pet[] }>(client, "ListPets", request, opts)).pets,
     page: (request: ListPetsRequest = {}, opts?: CallOpts) => unary<ListPetsResponse>(client, "ListPets", request, opts),
-    get: async (id: string, opts?: CallOpts) => (await unary<{ pet: Pet }>(client, "GetPet", { id }, opts)).pet,
+    get: async (id: string | undefined, opts?: CallOpts) => (await unary<{ pet: Pet }>(client, "GetPet", { id }, opts)).pet,
   });
 }
 

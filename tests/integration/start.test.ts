@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -13,7 +14,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-it("starts both processes, prints a working curl line, and stops both cleanly on Ctrl-C", async () => {
+it("starts both processes, prints a working curl line and the docs URL, and stops both cleanly on Ctrl-C", async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "petstore-start-"));
   const [gatewayPort, petPort] = [await freePort(), await freePort()];
   const { REDIS_URL: _never, ...inherited } = process.env;
@@ -36,6 +37,28 @@ it("starts both processes, prints a working curl line, and stops both cleanly on
   const deadline = Date.now() + 30_000;
   while (!stdout.includes("Ctrl-C stops") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   expect(stdout).toContain(`Base URL: http://localhost:${gatewayPort}/v1`);
+
+  // README's first screen shows exactly this output (only the key, the port and the key file differ).
+  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const shown = /`npm start` prints something like:\n\n```\n([\s\S]*?)```/.exec(readme)?.[1];
+  const normalize = (text: string) =>
+    text
+      .replace(/eyJ[A-Za-z0-9_.-]*/g, "KEY")
+      .replace(/localhost:[0-9]+/g, "localhost:PORT")
+      .replace(/saved in [^)]+\)/, "saved in FILE)")
+      .trim()
+      .split("\n")
+      .map((line) => line.trimEnd());
+  expect(shown).toBeDefined();
+  expect(normalize(stdout)).toEqual(normalize(shown!));
+
+  // The printed docs URL serves the reference page (tests/integration/gateway/docs.test.ts opens it in a browser).
+  const docsUrl = /Docs: +(\S+)/.exec(stdout)?.[1];
+  expect(docsUrl).toBe(`http://localhost:${gatewayPort}/docs`);
+  const docs = await fetch(docsUrl!.replace("localhost", "127.0.0.1"));
+  expect(docs.status).toBe(200);
+  expect(docs.headers.get("content-type")).toMatch(/^text\/html/);
+  expect(await docs.text()).toContain('<div id="swagger-ui">');
 
   // Run the printed curl line's request: the key and URL it shows work as printed.
   const curl = /curl -s -H "Authorization: Bearer ([^"]+)" (\S+)/.exec(stdout);

@@ -88,6 +88,10 @@ describe("POST /v1/pets", () => {
   it("passes the pet service's business rules through as 400 with details in the API's field names", async () => {
     const empty = await expectError(await post(JSON.stringify({ name: "   ", categoryId: 1 })), 400, "invalid_request");
     expect(empty.details).toEqual([{ field: "name", message: expect.stringMatching(/name/) }]);
+    const zero = await expectError(await post(JSON.stringify({ name: "A", categoryId: 0 })), 400, "invalid_request");
+    expect(zero.details).toEqual([{ field: "categoryId", message: "categoryId must be a positive integer, 1 to 9223372036854775807 (got 0)" }]);
+    expect(zero.message).toMatch(/categoryId must be a positive integer/);
+    expect(zero.message).not.toMatch(/required/);
     const negative = await expectError(await post(JSON.stringify({ name: "A", categoryId: -1 })), 400, "invalid_request");
     expect(negative.details).toEqual([{ field: "categoryId", message: expect.stringMatching(/^categoryId must be a positive integer/) }]);
     expect(negative.message).not.toMatch(/category_id/);
@@ -165,6 +169,12 @@ describe("GET /v1/pets/{petId} (deprecated)", () => {
     const res = await api("/v1/pets");
     expect(res.headers.get("deprecation")).toBeNull();
     expect(res.headers.get("sunset")).toBeNull();
+  });
+
+  it.each(["0", "-1", "-9223372036854775808"])("answers petId %s, a valid int64 naming no pet, with 404 not_found", async (petId) => {
+    const res = await api(`/v1/pets/${petId}`);
+    await expectError(res, 404, "not_found");
+    expectDeprecationHeaders(res);
   });
 
   it.each(["9223372036854775808", "1.0", "0x10", "-", "1%00"])("answers petId %s with 400", async (petId) => {

@@ -27,12 +27,20 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-it("answers 503 service_unavailable while the pet service is down, and recovers without a restart", async () => {
+/** gateway_pet_service_serving as /metrics shows it now (the alert PetServiceNotServing reads it). */
+async function servingGauge(): Promise<string | undefined> {
+  const text = await (await fetch(`${gateway.url}/metrics`)).text();
+  return /^gateway_pet_service_serving (\S+)$/m.exec(text)?.[1];
+}
+
+it("answers 503 service_unavailable while the pet service is down (gateway_pet_service_serving 0), and recovers without a restart", async () => {
   const key = keys.issue();
   const list = () => fetch(`${gateway.url}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
   expect((await list()).status).toBe(200);
+  expect(await servingGauge()).toBe("1");
 
   await pets!.kill("SIGKILL");
+  expect(await servingGauge()).toBe("0");
   for (let i = 0; i < 5; i++) {
     const res = await list();
     expect(res.status).toBe(503);
@@ -48,4 +56,5 @@ it("answers 503 service_unavailable while the pet service is down, and recovers 
     if (status !== 200) await new Promise((r) => setTimeout(r, 100));
   }
   expect(status).toBe(200);
+  expect(await servingGauge()).toBe("1");
 });

@@ -71,11 +71,12 @@ describe("CreatePet and GetPet", () => {
     ["a control character", { name: "Re\u0007x", categoryId: "1" }, { name: /^name must not contain control characters$/ }],
     ["no category_id", { name: "Rex" }, { category_id: /^category_id is required$/ }],
     ["a negative category_id", { name: "Rex", categoryId: "-2" }, { category_id: /^category_id must be a positive integer/ }],
+    ["category_id 0 (set, so not missing)", { name: "Rex", categoryId: "0" }, { category_id: /^category_id must be a positive integer, 1 to 9223372036854775807 \(got 0\)$/ }],
     ["a status outside the enum", { name: "Rex", categoryId: "1", status: unknownStatus(9) }, { status: /^status must be one of/ }],
     [
       "everything wrong",
       { name: "", categoryId: "0", status: unknownStatus(4) },
-      { name: /required/, category_id: /required/, status: /must be one of/ },
+      { name: /required/, category_id: /must be a positive integer/, status: /must be one of/ },
     ],
   ])("refuses %s with INVALID_ARGUMENT naming each field, and stores nothing", async (_, request, expected) => {
     const before = await client().list({ limit: 100 });
@@ -90,18 +91,15 @@ describe("CreatePet and GetPet", () => {
     expect(await client().list({ limit: 100 })).toEqual(before);
   });
 
-  it("GetPet: NOT_FOUND for an unknown id, INVALID_ARGUMENT for a missing or negative id", async () => {
-    const missing = await rejection(client().get("987654321"));
-    expect(missing.code).toBe(grpc.status.NOT_FOUND);
-    expect(missing.details).toBe("pet 987654321 not found");
-    for (const [id, description] of [
-      ["0", "id is required"],
-      ["-1", "id must be a positive integer no greater than 9223372036854775807"],
-    ]) {
-      const error = await rejection(client().get(id!));
-      expect(error.code).toBe(grpc.status.INVALID_ARGUMENT);
-      expect(fieldViolationsOf(error)).toEqual([{ field: "id", description }]);
+  it("GetPet: NOT_FOUND for any id that names no pet (0 and negative ids included), INVALID_ARGUMENT for a missing id", async () => {
+    for (const id of ["987654321", "0", "-1", "-9223372036854775808"]) {
+      const missing = await rejection(client().get(id));
+      expect(missing.code).toBe(grpc.status.NOT_FOUND);
+      expect(missing.details).toBe(`pet ${id} not found`);
     }
+    const unset = await rejection(client().get(undefined));
+    expect(unset.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(fieldViolationsOf(unset)).toEqual([{ field: "id", description: "id is required" }]);
   });
 });
 

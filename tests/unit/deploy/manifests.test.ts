@@ -19,6 +19,7 @@ import { KEY_ID_PATTERN } from "../../../gateway/auth/api-key.js";
 import { publicKeyPath } from "../../../gateway/auth/public-keys.js";
 import { revokedFilePath } from "../../../gateway/auth/revocation-list.js";
 import { GATEWAY_ENV } from "../../../gateway/config.js";
+import { DOCS_PATH } from "../../../gateway/docs.js";
 import { parseRedisUrl } from "../../../gateway/limiter/redis-client.js";
 import { privateKeyDir } from "../../../keys/key-pairs.js";
 import { PET_SERVICE_NAME } from "../../../proto/load.js";
@@ -27,6 +28,8 @@ const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const DEPLOY = path.join(ROOT, "deploy");
 const K8S = path.join(DEPLOY, "k8s");
 const read = (rel: string) => readFileSync(path.join(ROOT, rel), "utf8");
+/** What the Ingress routes to the gateway: the API and its reference page (GET /docs, which loads /v1/openapi.json). */
+const PUBLIC_PATHS = ["/v1", DOCS_PATH];
 
 // ---------------------------------------------------------------------------------------------
 // What the code says
@@ -381,10 +384,15 @@ const k8sChecks: Record<string, Check<Manifests>> = {
       const gwSvc = m.objects.find((o) => o.kind === "Service" && subset(o.spec?.selector, gw.pod.metadata.labels));
       const ingresses = m.objects.filter((o) => o.kind === "Ingress");
       if (ingresses.length === 0) problems.push("no Ingress");
+      const routed = new Set(ingresses.flatMap((ing) => ing.spec?.rules?.flatMap((r) => r.http?.paths ?? []) ?? []).map((p) => p.path));
+      for (const pub of PUBLIC_PATHS) if (!routed.has(pub)) problems.push(`no Ingress routes ${pub}`);
       for (const ing of ingresses) {
         for (const p of ing.spec?.rules?.flatMap((r) => r.http?.paths ?? []) ?? []) {
-          // Only /v1 is public: /healthz, /readyz and /metrics share the port but must not be routed.
-          if (p.path !== "/v1" && !p.path.startsWith("/v1/")) problems.push(`Ingress/${ing.metadata.name} exposes ${p.path} (only /v1 is public)`);
+          // Only the API and its reference page are public: /healthz, /readyz and /metrics share the
+          // port but must not be routed.
+          if (!PUBLIC_PATHS.some((pub) => p.path === pub || p.path.startsWith(`${pub}/`))) {
+            problems.push(`Ingress/${ing.metadata.name} exposes ${p.path} (only ${PUBLIC_PATHS.join(" and ")} are public)`);
+          }
           if (p.pathType !== "Prefix") problems.push(`Ingress path ${p.path}: pathType ${p.pathType} (want Prefix)`);
           const port = gwSvc?.spec?.ports?.find((sp) => sp.name === p.backend.service.port.name || sp.port === p.backend.service.port.number);
           if (p.backend.service.name !== gwSvc?.metadata.name || !port) problems.push(`Ingress path ${p.path} does not reach the gateway Service`);

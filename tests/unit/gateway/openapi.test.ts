@@ -11,6 +11,7 @@ import {
   openApiDocument as doc,
   recordingFetch,
   resolvePointer,
+  UNDESCRIBED_RESPONSES,
   validateAgainstOpenApi,
   validateSchemaAt,
   type OpenApiHeader,
@@ -64,6 +65,7 @@ function exampleOf(response: OpenApiResponse): { headers: Headers; bodyText: str
 }
 
 const component = (name: string) => deref<OpenApiResponse>({ $ref: `#/components/responses/${name}` });
+const undescribed = (name: keyof typeof UNDESCRIBED_RESPONSES) => UNDESCRIBED_RESPONSES[name];
 
 describe("gateway/openapi.json", () => {
   it("is an OpenAPI 3.1 description of version 1.0.0 with /v1 servers and global bearer auth", () => {
@@ -71,10 +73,15 @@ describe("gateway/openapi.json", () => {
     expect(doc.info.title).toBeTruthy();
     expect(doc.info.version).toBe("1.0.0");
     expect(doc.servers?.length).toBeGreaterThanOrEqual(2);
+    // The first is relative (OpenAPI: to where the description is served), so "Try it out" on the
+    // docs page calls the gateway that served it, whatever its host and port.
+    expect(doc.servers?.[0]?.url).toBe("/v1");
     for (const server of doc.servers ?? []) {
       const url = server.url.replace(/\{([^}]+)\}/g, (_, name: string) => server.variables?.[name]?.default ?? "MISSING");
-      expect(new URL(url).pathname).toBe("/v1");
+      expect(new URL(url, "http://gateway.test:8080/v1/openapi.json").pathname).toBe("/v1");
     }
+    expect(doc.info.contact).toMatchObject({ name: expect.any(String), email: expect.stringContaining("@") });
+    expect(doc.info.license).toMatchObject({ name: expect.any(String), url: expect.stringMatching(/^https:\/\//) });
     expect(doc.security).toEqual([{ bearerAuth: [] }]);
     expect(doc.components.securitySchemes!.bearerAuth).toMatchObject({ type: "http", scheme: "bearer", bearerFormat: "JWT" });
   });
@@ -123,6 +130,13 @@ describe("gateway/openapi.json", () => {
       expect(described?.deprecated ?? false).toBe(Boolean(route.deprecation));
     }
     expect(ROUTES).toHaveLength(operations().length);
+  });
+
+  it("gives no example for values a client must not copy: the server-issued cursor, the single-use Idempotency-Key", () => {
+    // The docs page's "Try it out" pre-fills parameters with their examples and sends them: a
+    // made-up cursor answers 400, a shared Idempotency-Key 422 on the second different create.
+    expect(parameter(op("listPets"), "cursor")).not.toHaveProperty("example");
+    expect(parameter(op("createPet"), "Idempotency-Key")).not.toHaveProperty("example");
   });
 
   it("matches the code registry, the status enum and the pet service's bounds", () => {
@@ -198,7 +212,7 @@ describe("gateway/openapi.json", () => {
       }
     }
     for (const response of Object.values(doc.components.responses!)) expect(required(response)).toEqual(expect.arrayContaining(everywhere));
-    expect(required(component("MethodNotAllowed"))).toContain("Allow");
+    expect(required(undescribed("MethodNotAllowed"))).toContain("Allow");
   });
 
   it("writes the deprecation headers exactly as the gateway does", () => {
@@ -256,8 +270,8 @@ describe("validateAgainstOpenApi", () => {
   });
 
   it("accepts 404 on undescribed paths and 405 on undescribed methods when they are proper Error responses", () => {
-    expect(validateAgainstOpenApi({ method: "GET", path: "/orders" }, { status: 404, ...exampleOf(component("NotFound")) })).toEqual([]);
-    expect(validateAgainstOpenApi({ method: "PUT", path: "/pets/1" }, { status: 405, ...exampleOf(component("MethodNotAllowed")) })).toEqual([]);
+    expect(validateAgainstOpenApi({ method: "GET", path: "/orders" }, { status: 404, ...exampleOf(undescribed("NotFound")) })).toEqual([]);
+    expect(validateAgainstOpenApi({ method: "PUT", path: "/pets/1" }, { status: 405, ...exampleOf(undescribed("MethodNotAllowed")) })).toEqual([]);
     expect(validateAgainstOpenApi({ method: "GET", path: "/orders" }, { status: 401, ...exampleOf(component("Unauthorized")) })).toEqual([]);
   });
 
@@ -274,7 +288,7 @@ describe("validateAgainstOpenApi", () => {
     expect(validateAgainstOpenApi({ method: "GET", path: "/pets" }, { status: 429, headers: error.headers, bodyText: wrongCode })).not.toEqual([]);
     const wrongStatus = JSON.stringify({ code: "rate_limited", message: "x", status: 400 });
     expect(validateAgainstOpenApi({ method: "GET", path: "/pets" }, { status: 429, headers: error.headers, bodyText: wrongStatus })).not.toEqual([]);
-    const notFound = exampleOf(component("NotFound"));
+    const notFound = exampleOf(undescribed("NotFound"));
     expect(validateAgainstOpenApi({ method: "GET", path: "/orders" }, { status: 404, headers: notFound.headers, bodyText: "<h1>Not Found</h1>" })).not.toEqual([]);
   });
 
@@ -314,7 +328,7 @@ describe("validateAgainstOpenApi", () => {
   });
 
   it("catches an undocumented status, and undescribed routes answering anything but their errors", () => {
-    expect(validateAgainstOpenApi({ method: "GET", path: "/pets" }, { status: 404, ...exampleOf(component("NotFound")) })).toEqual([
+    expect(validateAgainstOpenApi({ method: "GET", path: "/pets" }, { status: 404, ...exampleOf(undescribed("NotFound")) })).toEqual([
       "GET /pets → 404: status 404 is not documented for listPets",
     ]);
     expect(validateAgainstOpenApi({ method: "POST", path: "/pets" }, { status: 410, ...ok })).toEqual([
@@ -323,7 +337,7 @@ describe("validateAgainstOpenApi", () => {
     expect(validateAgainstOpenApi({ method: "GET", path: "/orders" }, { status: 200, ...ok })).toEqual([
       "GET /orders → 200: undescribed path may only answer 401/404/429",
     ]);
-    expect(validateAgainstOpenApi({ method: "DELETE", path: "/pets" }, { status: 404, ...exampleOf(component("NotFound")) })).toEqual([
+    expect(validateAgainstOpenApi({ method: "DELETE", path: "/pets" }, { status: 404, ...exampleOf(undescribed("NotFound")) })).toEqual([
       "DELETE /pets → 404: undescribed method DELETE on /pets may only answer 401/405/429",
     ]);
   });

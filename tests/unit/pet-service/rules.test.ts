@@ -7,6 +7,7 @@ import {
   checkPetId,
   INT64_MAX,
   NAME_MAX_LENGTH,
+  namesNoPet,
   type Checked,
   type FieldViolation,
 } from "../../../pet-service/rules.js";
@@ -54,9 +55,13 @@ describe("checkNewPet", () => {
     },
   );
 
-  it.each([undefined, "0"])("requires a category_id (%j)", (categoryId) => {
+  it("requires a category_id", () => {
+    expect(violationsOf(checkNewPet({ name: "Rex" }))).toEqual([{ field: "category_id", description: "category_id is required" }]);
+  });
+
+  it.each(["0", "-1"])("refuses category_id %s as not positive (not as missing)", (categoryId) => {
     expect(violationsOf(checkNewPet({ ...valid, categoryId }))).toEqual([
-      { field: "category_id", description: "category_id is required" },
+      { field: "category_id", description: `category_id must be a positive integer, 1 to 9223372036854775807 (got ${categoryId})` },
     ]);
   });
 
@@ -143,14 +148,16 @@ describe("checkListQuery", () => {
 });
 
 describe("checkPetId", () => {
-  it("accepts positive int64 ids exactly", () => {
+  it("accepts any int64 id exactly: 0 and negative ids are ids that name no pet", () => {
     expect(checkPetId({ id: "9223372036854775807" })).toEqual({ ok: true, value: INT64_MAX });
+    for (const id of ["0", "-4", "-9223372036854775808"]) {
+      expect(checkPetId({ id })).toEqual({ ok: true, value: BigInt(id) });
+      expect(namesNoPet(BigInt(id))).toBe(true);
+    }
+    expect(namesNoPet(1n)).toBe(false);
   });
 
-  it("requires an id and refuses negative ones", () => {
-    expect(violationsOf(checkPetId({ id: "0" }))).toEqual([{ field: "id", description: "id is required" }]);
-    expect(violationsOf(checkPetId({ id: "-4" }))).toEqual([
-      { field: "id", description: "id must be a positive integer no greater than 9223372036854775807" },
-    ]);
+  it("requires an id", () => {
+    expect(violationsOf(checkPetId({}))).toEqual([{ field: "id", description: "id is required" }]);
   });
 });

@@ -57,13 +57,14 @@ type Statements = Record<QueryKey, sqlite3.Statement[]>;
 
 /**
  * node-sqlite3 runs one call at a time per statement: with a single statement, concurrent reads
- * queue behind each other and each finishes in an event-loop turn of its own. With a few copies
- * on the reader connection (as many as libuv's thread pool has threads), their answers finish
- * together and share the wake-ups and HTTP/2 writes of one turn: the pet service alone went from
- * 442 to 337 CPU-µs per ListPets(20), 38 % more calls per second (README, Performance notes).
- * Each read is still its own implicit transaction on the reader, seeing what was committed.
+ * queue behind each other and each finishes in an event-loop turn of its own. With copies on the
+ * reader connection their answers finish together and share the wake-ups and HTTP/2 writes of
+ * one turn. Pet service alone, CPU-µs per ListPets(20): 1 copy 492, 4 copies 290 (twice the
+ * calls per second); 8 vs 4: 297 vs 342; 16 vs 8: 355 vs 365, and 428 vs 488 on the full path
+ * (README, Performance notes). Each read is still its own implicit transaction on the reader,
+ * seeing what was committed.
  */
-const READ_STATEMENT_COPIES = 4;
+const READ_STATEMENT_COPIES = 16;
 
 /** The `query` label of each statement in pet_service_sqlite_query_duration_seconds. */
 const QUERY_NAMES: Readonly<Record<QueryKey, SqliteQuery>> = {

@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { createRedisStore } from "../gateway/limiter/redis-store.js";
 import { windowsFor } from "../gateway/limiter/plans.js";
-import { redisKey, subjectForKey } from "../lib/redis-keys.js";
+import { PRESENCE_KEY, redisKey, subjectForKey } from "../lib/redis-keys.js";
 import type { HttpTarget } from "./load.js";
 import { median } from "./stats.js";
 
@@ -41,7 +41,8 @@ export function commandDelta(before: Map<string, number>, after: Map<string, num
 
 /**
  * Exact round trips per request: MONITOR shows every command a client sends, and the commands
- * a script runs marked as coming from "lua"; those are not round trips. Sequential requests.
+ * a script runs marked as coming from "lua"; those are not round trips. Sequential requests. The
+ * gateway's presence heartbeat (one script call a second, whatever the traffic) is not a request's.
  */
 export async function commandsPerRequest(redisUrl: string, target: HttpTarget, requests: number): Promise<number> {
   const client = new Redis(redisUrl);
@@ -52,7 +53,7 @@ export async function commandsPerRequest(redisUrl: string, target: HttpTarget, r
   const seen = new Promise<void>((resolve) => (markerSeen = resolve));
   monitor.on("monitor", (_time: string, args: string[], source: string) => {
     if (args[1] === marker) markerSeen();
-    else if (source !== "lua") sent++;
+    else if (source !== "lua" && !args.includes(PRESENCE_KEY)) sent++;
   });
   await client.ping(marker); // MONITOR is live once it shows this
   await seen;

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import express, { type Request, type Response } from "express";
 import type { Logger } from "../lib/logger.js";
-import type { ApiKey, KeyVerifier } from "./auth/api-key.js";
+import type { ApiKey } from "../lib/api-key-format.js";
+import type { KeyVerifier } from "./auth/jwt-verifier.js";
 import { deprecationHeaders, type Deprecation } from "./deprecation.js";
 import { docsRouter } from "./docs.js";
 import { ApiError } from "./errors.js";

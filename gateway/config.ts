@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { parseEnv, port } from "../lib/config.js";
-import { parseRedisUrl } from "./limiter/redis-client.js";
+import { redisUrl } from "../lib/redis-client.js";
 import type { Upstream } from "./upstreams.js";
 
 const positiveInt = (fallback: number, what: string) =>
@@ -11,15 +11,6 @@ const trustProxy = z
   .string()
   .default("false")
   .transform((v) => (v === "true" ? true : v === "false" ? false : /^[0-9]+$/.test(v) ? Number(v) : v));
-
-/** REDIS_URL in every form the limiter's client supports (single, cluster, sentinel). */
-export const redisUrl = z.string().superRefine((url, ctx) => {
-  try {
-    parseRedisUrl(url);
-  } catch (err) {
-    ctx.addIssue({ code: "custom", message: (err as Error).message });
-  }
-});
 
 export const GATEWAY_ENV = z.object({
   GATEWAY_HOST: z.string().default("0.0.0.0"),
@@ -40,6 +31,13 @@ export const GATEWAY_ENV = z.object({
   UPSTREAM_TIMEOUT_MS: positiveInt(5000, "a positive number of milliseconds"),
   SHUTDOWN_DELAY_MS: z.coerce.number({ error: "must be milliseconds" }).int("must be an integer").min(0, "must be ≥ 0").default(0),
   SHUTDOWN_GRACE_MS: positiveInt(10_000, "a positive number of milliseconds"),
+  /** A client must have sent the request line and headers within this (slow clients get 408). */
+  HEADERS_TIMEOUT_MS: positiveInt(10_000, "a positive number of milliseconds"),
+  /** …and the whole request, body included, within this. */
+  REQUEST_TIMEOUT_MS: positiveInt(30_000, "a positive number of milliseconds"),
+}).refine((env) => env.REQUEST_TIMEOUT_MS >= env.HEADERS_TIMEOUT_MS, {
+  path: ["REQUEST_TIMEOUT_MS"],
+  message: "must be at least HEADERS_TIMEOUT_MS",
 });
 
 export type GatewayConfig = Readonly<z.infer<typeof GATEWAY_ENV>>;

@@ -2,15 +2,19 @@ import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { ErrorRequestHandler, Response } from "express";
 import type { Logger } from "../lib/logger.js";
-import { errorInfoOf, fieldViolationsOf, PETSTORE_ERROR_DOMAIN } from "../lib/grpc-status-details.js";
+import { errorInfoOf, fieldViolationsOf, PETSTORE_ERROR_DOMAIN, retryDelayOf } from "../lib/grpc-status-details.js";
 import { ApiError, invalidRequest, type ErrorCode } from "./errors.js";
 import { GRPC_FALLBACK, GRPC_TO_HTTP } from "./grpc-status.js";
 import { isGrpcError } from "./pet-client.js";
 import { SECURITY_HEADERS } from "./request-context.js";
 import { renameFields, toHttpViolation } from "./pet-mapping.js";
 
-/** Writes an Error body. Every error response of the gateway goes through here. */
+/**
+ * Writes an Error body. Every error response of the gateway goes through here. A 503 always says
+ * when to retry (RFC 9110 §10.2.3): the pet service's advice, the limiter's, else 1 s.
+ */
 export function sendError(res: Response, err: ApiError): void {
+  if (err.status === 503 && !res.hasHeader("Retry-After")) res.setHeader("Retry-After", String(err.retryAfterSeconds ?? 1));
   res.status(err.status).type("application/json").send(JSON.stringify(err.toBody()));
 }
 
@@ -27,7 +31,12 @@ export function toApiError(err: unknown): ApiError {
     const mapped = GRPC_TO_HTTP[err.code] ?? GRPC_FALLBACK;
     const info = mapped.reasons && errorInfoOf(err);
     const code = (info?.domain === PETSTORE_ERROR_DOMAIN && mapped.reasons?.get(info.reason)) || mapped.code;
-    if (!mapped.passMessage) return new ApiError(code);
+    if (!mapped.passMessage) {
+      const apiError = new ApiError(code);
+      const retryDelayMs = retryDelayOf(err); // google.rpc.RetryInfo, e.g. on a storage fault
+      if (retryDelayMs !== undefined) apiError.retryAfterSeconds = Math.max(1, Math.ceil(retryDelayMs / 1000));
+      return apiError;
+    }
     const violations = fieldViolationsOf(err).map(toHttpViolation);
     return violations.length ? invalidRequest(violations) : new ApiError(code, renameFields(err.details));
   }

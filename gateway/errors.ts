@@ -46,6 +46,8 @@ export interface ErrorBody {
 
 export class ApiError extends Error {
   readonly status: number;
+  /** Retry-After (seconds) of a 503; sendError writes 1 when a 503 carries none. */
+  retryAfterSeconds?: number;
 
   constructor(
     readonly code: ErrorCode,

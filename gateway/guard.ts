@@ -1,6 +1,7 @@
 import type { RequestHandler } from "express";
 import { subjectForAddress, subjectForKey } from "../lib/redis-keys.js";
-import { AuthError, type ApiKey, type KeyVerifier } from "./auth/api-key.js";
+import { AuthError, type ApiKey } from "../lib/api-key-format.js";
+import type { KeyVerifier } from "./auth/jwt-verifier.js";
 import { parseBearer } from "./auth/bearer.js";
 import { ApiError } from "./errors.js";
 import { rateLimitHeaders } from "./limiter/headers.js";
@@ -8,6 +9,12 @@ import type { LimiterStore, WindowLimit } from "./limiter/limiter.js";
 import { windowsFor } from "./limiter/plans.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { getOrCreate } from "../lib/get-or-create.js";
+
+/** Redis unreachable and this replica may admit nothing of the limit (see fallback-store.ts). */
+const LIMITER_UNAVAILABLE = new ApiError(
+  "service_unavailable",
+  "Rate limiting is temporarily unavailable for this key; retry after the time in Retry-After.",
+);
 
 export interface GuardDeps {
   verifier: KeyVerifier;
@@ -54,6 +61,8 @@ export function guard(deps: GuardDeps): RequestHandler {
         throw new ApiError("api_key_banned");
       case "limited":
         throw new ApiError("rate_limited");
+      case "unavailable":
+        throw LIMITER_UNAVAILABLE;
       case "admitted":
         break;
     }

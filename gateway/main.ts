@@ -11,7 +11,7 @@ await runMain(async () => {
   const gateway = await createGateway(config, { clock: Date.now, logger, metrics: createGatewayMetrics({ defaultMetrics: true }) });
   const { app } = gateway;
 
-  const server = createHttpServer(app, logger).listen(config.GATEWAY_PORT, config.GATEWAY_HOST, () => {
+  const server = createHttpServer(app, logger, config).listen(config.GATEWAY_PORT, config.GATEWAY_HOST, () => {
     const { port } = server.address() as AddressInfo;
     logger.info({ port, host: config.GATEWAY_HOST, petService: config.PET_SERVICE_ADDR, redis: Boolean(config.REDIS_URL) }, "gateway listening");
   });

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RequestHandler, Response } from "express";
 import { createProxyMiddleware, proxyEventsPlugin } from "http-proxy-middleware";
 import type { Logger } from "../lib/logger.js";
-import type { ApiKey } from "./auth/api-key.js";
+import type { ApiKey } from "../lib/api-key-format.js";
 import { ApiError, type ErrorCode } from "./errors.js";
 import { sendError } from "./error-handler.js";
 

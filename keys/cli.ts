@@ -5,7 +5,7 @@
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import jwt from "jsonwebtoken";
-import { PLAN_NAMES, type PlanName } from "../gateway/auth/api-key.js";
+import { PLAN_NAMES, type PlanName } from "../lib/api-key-format.js";
 import { ConfigError } from "../lib/config.js";
 import { loadKeysConfig, type KeysConfig } from "./config.js";
 import { parseDuration } from "./duration.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { redisUrl } from "../gateway/config.js";
+import { redisUrl } from "../lib/redis-client.js";
 import { parseEnv } from "../lib/config.js";
 
 export const keysEnvSchema = z.object({

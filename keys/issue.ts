@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import jwt from "jsonwebtoken";
-import { KEY_ALGORITHM, KEY_AUDIENCE, KEY_ISSUER, type KeyClaims, type PlanName } from "../gateway/auth/api-key.js";
+import { KEY_ALGORITHM, KEY_AUDIENCE, KEY_ISSUER, type KeyClaims, type PlanName } from "../lib/api-key-format.js";
 import { UsageError } from "./errors.js";
 import { loadSigningKey } from "./key-pairs.js";
 import { appendIssued } from "./registry.js";

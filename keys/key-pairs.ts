@@ -1,21 +1,14 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import path from "node:path";
-import { KEY_ID_PATTERN } from "../gateway/auth/api-key.js";
-import { publicKeyDir, publicKeyPath } from "../gateway/auth/public-keys.js";
+import { activeKidPath, KEY_ID_PATTERN, privateKeyDir, privateKeyPath, publicKeyDir, publicKeyPath } from "../lib/api-key-format.js";
 import { KeysError } from "./errors.js";
 import { withLock, writeFileAtomic } from "./files.js";
 
 /**
- * Signing key pairs in KEYS_DIR:
- *   public/<kid>.pem   every public key the gateways accept (all pairs not yet retired)
- *   private/<kid>.pem  the private keys (mode 0600, directory 0700, git-ignored)
- *   private/active     the kid that signs new keys
- * kid = the first 16 characters of the key's RFC 7638 JWK thumbprint.
+ * Signing key pairs in KEYS_DIR (layout in lib/api-key-format.ts): public/<kid>.pem,
+ * private/<kid>.pem and private/active. kid = the first 16 characters of the key's RFC 7638 JWK
+ * thumbprint.
  */
-export const privateKeyDir = (keysDir: string): string => path.join(keysDir, "private");
-const privateKeyPath = (keysDir: string, kid: string) => path.join(privateKeyDir(keysDir), `${kid}.pem`);
-const activeFile = (keysDir: string) => path.join(privateKeyDir(keysDir), "active");
 
 const publicOf = (key: KeyObject): KeyObject => (key.type === "public" ? key : createPublicKey(key));
 
@@ -28,7 +21,7 @@ export function keyThumbprint(key: KeyObject): string {
 /** The kid that signs new keys, or null before `init`. */
 export function activeKid(keysDir: string): string | null {
   try {
-    const kid = readFileSync(activeFile(keysDir), "utf8").trim();
+    const kid = readFileSync(activeKidPath(keysDir), "utf8").trim();
     return KEY_ID_PATTERN.test(kid) ? kid : null;
   } catch {
     return null;
@@ -45,7 +38,7 @@ function createKeyPair(keysDir: string): string {
   writeFileSync(privPath, privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600, flag: "wx" });
   chmodSync(privPath, 0o600);
   writePublicKey(keysDir, kid, privateKey);
-  writeFileAtomic(activeFile(keysDir), `${kid}\n`, 0o600);
+  writeFileAtomic(activeKidPath(keysDir), `${kid}\n`, 0o600);
   return kid;
 }
 

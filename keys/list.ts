@@ -1,4 +1,4 @@
-import type { PlanName } from "../gateway/auth/api-key.js";
+import type { PlanName } from "../lib/api-key-format.js";
 import { readIssued, readRevoked } from "./registry.js";
 
 /** One issued key as `list` shows it. Never the token: it is not stored anywhere. */

@@ -1,8 +1,6 @@
 import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
-import path from "node:path";
 import { z } from "zod";
-import { PLAN_NAMES } from "../gateway/auth/api-key.js";
-import { readRevokedFile, revokedFilePath, type RevokedFile } from "../gateway/auth/revocation-list.js";
+import { issuedFilePath, PLAN_NAMES, readRevokedFile, revokedFilePath, type RevokedFile } from "../lib/api-key-format.js";
 import { KeysError } from "./errors.js";
 import { withLock, writeFileAtomic } from "./files.js";
 
@@ -24,8 +22,6 @@ const issuedKeySchema = z.object({
   expiresAt: z.number().int().nullable(),
 });
 export type IssuedKey = z.infer<typeof issuedKeySchema>;
-
-export const issuedFilePath = (keysDir: string): string => path.join(keysDir, "issued.jsonl");
 
 export function appendIssued(keysDir: string, record: IssuedKey): void {
   mkdirSync(keysDir, { recursive: true });

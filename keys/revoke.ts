@@ -1,9 +1,6 @@
 import jwt from "jsonwebtoken";
-import { createRedisClient, whenReady } from "../gateway/limiter/redis-client.js";
-import { AuthError } from "../gateway/auth/api-key.js";
-import { verifyTokenSignature } from "../gateway/auth/jwt-verifier.js";
-import { loadPublicKeys } from "../gateway/auth/public-keys.js";
-import { revokedFilePath } from "../gateway/auth/revocation-list.js";
+import { createRedisClient, whenReady } from "../lib/redis-client.js";
+import { AuthError, loadPublicKeys, revokedFilePath, verifyTokenSignature } from "../lib/api-key-format.js";
 import { redisKey, subjectForKey } from "../lib/redis-keys.js";
 import { KeysError } from "./errors.js";
 import { addRevocation, findIssued, readRevoked } from "./registry.js";

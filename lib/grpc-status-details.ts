@@ -2,10 +2,10 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 
 /**
- * The gRPC richer error model: google.rpc.Status carrying a google.rpc.BadRequest (or a
- * google.rpc.ErrorInfo) in the `grpc-status-details-bin` trailer. The pet service writes it;
- * the gateway (and any other client: grpcurl, Go's status.FromError, …) reads each offending
- * field (or the error's reason) from it.
+ * The gRPC richer error model: google.rpc.Status carrying a google.rpc.BadRequest, a
+ * google.rpc.ErrorInfo and/or a google.rpc.RetryInfo in the `grpc-status-details-bin` trailer.
+ * The pet service writes it; the gateway (and any other client: grpcurl, Go's status.FromError,
+ * …) reads each offending field, the error's reason or the advised retry delay from it.
  */
 export interface FieldViolation {
   /** The proto field name, e.g. `category_id`. */
@@ -16,6 +16,7 @@ export interface FieldViolation {
 export const STATUS_DETAILS_KEY = "grpc-status-details-bin";
 const BAD_REQUEST_TYPE_URL = "type.googleapis.com/google.rpc.BadRequest";
 const ERROR_INFO_TYPE_URL = "type.googleapis.com/google.rpc.ErrorInfo";
+const RETRY_INFO_TYPE_URL = "type.googleapis.com/google.rpc.RetryInfo";
 
 /** The google.rpc.ErrorInfo domain of the pet service's reasons. */
 export const PETSTORE_ERROR_DOMAIN = "petstore.v1";
@@ -37,7 +38,10 @@ const RICH_ERRORS = protoLoader.fromJSON(
       google: {
         nested: {
           protobuf: {
-            nested: { Any: { fields: { typeUrl: { type: "string", id: 1 }, value: { type: "bytes", id: 2 } } } },
+            nested: {
+              Any: { fields: { typeUrl: { type: "string", id: 1 }, value: { type: "bytes", id: 2 } } },
+              Duration: { fields: { seconds: { type: "int64", id: 1 }, nanos: { type: "int32", id: 2 } } },
+            },
           },
           rpc: {
             nested: {
@@ -56,6 +60,7 @@ const RICH_ERRORS = protoLoader.fromJSON(
                   },
                 },
               },
+              RetryInfo: { fields: { retryDelay: { type: "google.protobuf.Duration", id: 1 } } },
               ErrorInfo: {
                 fields: {
                   reason: { type: "string", id: 1 },
@@ -81,28 +86,39 @@ interface StatusMessage {
 interface BadRequestMessage {
   fieldViolations: FieldViolation[];
 }
+interface RetryInfoMessage {
+  retryDelay?: { seconds: number | string; nanos: number } | null;
+}
 type Codec<T> = protoLoader.MessageTypeDefinition<T, T>;
 const StatusCodec = RICH_ERRORS["google.rpc.Status"] as Codec<StatusMessage>;
 const BadRequestCodec = RICH_ERRORS["google.rpc.BadRequest"] as Codec<BadRequestMessage>;
 const ErrorInfoCodec = RICH_ERRORS["google.rpc.ErrorInfo"] as Codec<ErrorInfo>;
+const RetryInfoCodec = RICH_ERRORS["google.rpc.RetryInfo"] as Codec<RetryInfoMessage>;
 
-/** Trailing metadata carrying `violations` as a google.rpc.BadRequest. */
-export function badRequestMetadata(code: grpc.status, message: string, violations: FieldViolation[]): grpc.Metadata {
-  const metadata = new grpc.Metadata();
-  metadata.set(
-    STATUS_DETAILS_KEY,
-    StatusCodec.serialize({ code, message, details: [{ typeUrl: BAD_REQUEST_TYPE_URL, value: BadRequestCodec.serialize({ fieldViolations: violations }) }] }),
-  );
-  return metadata;
+/** What a google.rpc.Status may carry besides its code and message. */
+export interface StatusDetails {
+  violations?: FieldViolation[];
+  errorInfo?: ErrorInfo;
+  /** google.rpc.RetryInfo: how long a client should wait before retrying. */
+  retryDelayMs?: number;
 }
 
-/** Trailing metadata carrying `info` as a google.rpc.ErrorInfo. */
-export function errorInfoMetadata(code: grpc.status, message: string, info: ErrorInfo): grpc.Metadata {
+/** Trailing metadata carrying `details` as a google.rpc.Status in `grpc-status-details-bin`. */
+export function statusDetailsMetadata(code: grpc.status, message: string, details: StatusDetails): grpc.Metadata {
+  const packed: StatusMessage["details"] = [];
+  if (details.violations) {
+    packed.push({ typeUrl: BAD_REQUEST_TYPE_URL, value: BadRequestCodec.serialize({ fieldViolations: details.violations }) });
+  }
+  if (details.errorInfo) {
+    packed.push({ typeUrl: ERROR_INFO_TYPE_URL, value: ErrorInfoCodec.serialize({ metadata: {}, ...details.errorInfo }) });
+  }
+  if (details.retryDelayMs !== undefined) {
+    const ms = details.retryDelayMs;
+    const retryDelay = { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1_000_000 };
+    packed.push({ typeUrl: RETRY_INFO_TYPE_URL, value: RetryInfoCodec.serialize({ retryDelay }) });
+  }
   const metadata = new grpc.Metadata();
-  metadata.set(
-    STATUS_DETAILS_KEY,
-    StatusCodec.serialize({ code, message, details: [{ typeUrl: ERROR_INFO_TYPE_URL, value: ErrorInfoCodec.serialize({ metadata: {}, ...info }) }] }),
-  );
+  metadata.set(STATUS_DETAILS_KEY, StatusCodec.serialize({ code, message, details: packed }));
   return metadata;
 }
 
@@ -118,6 +134,17 @@ export function errorInfoOf(error: { metadata?: grpc.Metadata }): ErrorInfo | un
     return value && ErrorInfoCodec.deserialize(value);
   } catch {
     return undefined; // undecodable details: the status code alone decides
+  }
+}
+
+/** The retry delay (ms) a google.rpc.RetryInfo advises, if the error carries one. */
+export function retryDelayOf(error: { metadata?: grpc.Metadata }): number | undefined {
+  try {
+    const [value] = detailsOf(error, RETRY_INFO_TYPE_URL);
+    const delay = value && RetryInfoCodec.deserialize(value).retryDelay;
+    return delay ? Number(delay.seconds) * 1000 + Math.round(delay.nanos / 1_000_000) : undefined;
+  } catch {
+    return undefined; // undecodable details: no advice
   }
 }
 

@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
-import { badRequestMetadata, errorInfoMetadata, PETSTORE_ERROR_DOMAIN } from "../lib/grpc-status-details.js";
+import { PETSTORE_ERROR_DOMAIN, statusDetailsMetadata } from "../lib/grpc-status-details.js";
 import type { FieldViolation } from "./rules.js";
+import type { StorageFault } from "./store/pet-store.js";
 
 /**
  * The errors the pet service answers with. INVALID_ARGUMENT carries google.rpc.Status with a
@@ -23,7 +24,7 @@ export class RpcError extends Error {
 
 export function invalidArgument(violations: FieldViolation[]): RpcError {
   const message = violations.map((v) => v.description).join("; ");
-  return new RpcError(grpc.status.INVALID_ARGUMENT, message, badRequestMetadata(grpc.status.INVALID_ARGUMENT, message, violations));
+  return new RpcError(grpc.status.INVALID_ARGUMENT, message, statusDetailsMetadata(grpc.status.INVALID_ARGUMENT, message, { violations }));
 }
 
 /** google.rpc.ErrorInfo reason (domain petstore.v1) of a request_id reused for another request. */
@@ -43,7 +44,33 @@ export function idempotencyKeyReused(ttlHours: number): RpcError {
   return new RpcError(
     code,
     message,
-    errorInfoMetadata(code, message, { reason: IDEMPOTENCY_KEY_REUSED, domain: PETSTORE_ERROR_DOMAIN, metadata: { field: "request_id" } }),
+    statusDetailsMetadata(code, message, {
+      errorInfo: { reason: IDEMPOTENCY_KEY_REUSED, domain: PETSTORE_ERROR_DOMAIN, metadata: { field: "request_id" } },
+    }),
+  );
+}
+
+/** google.rpc.ErrorInfo reason (domain petstore.v1) of a call the storage could not serve now. */
+export const STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE";
+
+/** How long a client is advised (google.rpc.RetryInfo) to wait after a storage fault. */
+export const STORAGE_RETRY_DELAY_MS = 5_000;
+
+/**
+ * The storage cannot serve the call now (disk full, read-only, database unreachable, …):
+ * UNAVAILABLE, which says a retry may succeed, with the fault in ErrorInfo metadata and the
+ * advised wait in RetryInfo (the gateway's Retry-After). Nothing of the storage's own message.
+ */
+export function storageUnavailable(fault: StorageFault): RpcError {
+  const code = grpc.status.UNAVAILABLE;
+  const message = "storage temporarily unavailable; retry later";
+  return new RpcError(
+    code,
+    message,
+    statusDetailsMetadata(code, message, {
+      errorInfo: { reason: STORAGE_UNAVAILABLE, domain: PETSTORE_ERROR_DOMAIN, metadata: { fault } },
+      retryDelayMs: STORAGE_RETRY_DELAY_MS,
+    }),
   );
 }
 

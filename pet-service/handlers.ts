@@ -8,21 +8,21 @@ import type {
   ListPetsRequest,
   ListPetsResponse,
 } from "../proto/types.js";
-import { internal, invalidArgument, notFound, RpcError } from "./grpc-errors.js";
+import { internal, invalidArgument, notFound, RpcError, storageUnavailable } from "./grpc-errors.js";
 import { createPet, type Clock } from "./idempotency.js";
 import type { PetServiceMetrics } from "./metrics.js";
 import { createPageTokens } from "./page-token.js";
 import { listPage } from "./paging.js";
 import { toProtoPet } from "./proto-mapping.js";
 import { checkCreatePet, checkListQuery, checkPetId, namesNoPet, type Checked } from "./rules.js";
-import type { PetStore } from "./store/pet-store.js";
+import { StorageUnavailableError, type PetStore } from "./store/pet-store.js";
 import { getOrCreate } from "../lib/get-or-create.js";
 
 export interface HandlerDeps {
   store: PetStore;
   logger: Logger;
-  /** Counted and timed per call when given. */
-  metrics?: Pick<PetServiceMetrics, "grpcHandled" | "grpcDuration">;
+  /** Counted and timed per call (storage faults by fault) when given. */
+  metrics?: Pick<PetServiceMetrics, "grpcHandled" | "grpcDuration" | "storageFaults">;
   /** Ages CreatePet's idempotency keys; Date.now unless a test moves time. */
   clock?: Clock;
 }
@@ -33,8 +33,10 @@ const REQUEST_ID_MAX_LENGTH = 128;
 /** The PetService implementation, keyed by the proto's method names. */
 export function petServiceHandlers({ store, logger, metrics, clock = Date.now }: HandlerDeps): grpc.UntypedServiceImplementation {
   const pageTokens = createPageTokens(store.pageTokenSecret);
+  const faultCounters = new Map<string, { inc(): void }>();
+  const storageFault = metrics && ((fault: string) => getOrCreate(faultCounters, fault, () => metrics.storageFaults.labels(fault)).inc());
   const unary = <Req, Res>(method: string, handle: (request: Req) => Promise<Res>) =>
-    unaryHandler(logger.child({ rpc: method }), metrics && outcomeRecorder(metrics, method), handle);
+    unaryHandler(logger.child({ rpc: method }), metrics && outcomeRecorder(metrics, method), storageFault, handle);
 
   return {
     CreatePet: unary<CreatePetRequest, CreatePetResponse>("CreatePet", async (request) =>
@@ -74,12 +76,14 @@ function outcomeRecorder(metrics: NonNullable<HandlerDeps["metrics"]>, method: s
 
 /**
  * Every PetService call passes through here: runs it, logs its outcome once with the caller's
- * x-request-id (rpc, requestId, code, ms), counts and times it by method and
- * code, and turns anything but an RpcError into a generic INTERNAL (the detail goes to the log only).
+ * x-request-id (rpc, requestId, code, ms), counts and times it by method and code, answers a
+ * storage fault with UNAVAILABLE (counted by fault), and turns anything else but an RpcError into
+ * a generic INTERNAL (the detail goes to the log only).
  */
 function unaryHandler<Req, Res>(
   logger: Logger,
   record: RecordOutcome | undefined,
+  countStorageFault: ((fault: string) => void) | undefined,
   handle: (request: Req) => Promise<Res>,
 ): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
@@ -102,6 +106,10 @@ function unaryHandler<Req, Res>(
           const code = grpc.status[err.code];
           logger.info({ requestId, code, details: err.details, ms: finish(code) }, "rpc");
           callback(err);
+        } else if (err instanceof StorageUnavailableError) {
+          countStorageFault?.(err.fault);
+          logger.warn({ requestId, code: "UNAVAILABLE", fault: err.fault, err: err.cause, ms: finish("UNAVAILABLE") }, "rpc failed: storage unavailable");
+          callback(storageUnavailable(err.fault));
         } else {
           logger.error({ requestId, code: "INTERNAL", err, ms: finish("INTERNAL") }, "rpc failed");
           callback(internal());

@@ -14,6 +14,8 @@ export interface PetServiceMetrics {
   sqliteQueryDuration: Histogram<"query">;
   /** Creates committed per SQLite transaction (group commit: one fsync for all of them). */
   sqliteWritesPerCommit: Histogram;
+  /** Calls answered UNAVAILABLE because the storage could not serve them, by fault (STORAGE_FAULTS). */
+  storageFaults: Counter<"fault">;
 }
 
 /** The `query` label values: one per prepared statement of SqlitePetStore. */
@@ -48,6 +50,12 @@ export function createPetServiceMetrics(opts: { defaultMetrics?: boolean } = {})
       help: "SQLite statement latency including the wait for the database (busy_timeout, queueing), by query name.",
       labelNames: ["query"],
       buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    storageFaults: new Counter({
+      name: "pet_service_storage_faults_total",
+      help: "Calls answered UNAVAILABLE because the storage could not serve them (disk_full, read_only, io_error, busy, unreachable).",
+      labelNames: ["fault"],
       registers,
     }),
     sqliteWritesPerCommit: new Histogram({

@@ -1,4 +1,4 @@
-import { AuthError } from "./api-key.js";
+import { AuthError } from "../../lib/api-key-format.js";
 
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 

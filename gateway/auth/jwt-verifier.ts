@@ -1,88 +1,14 @@
-import type { KeyObject } from "node:crypto";
-import jwt from "jsonwebtoken";
-import { z } from "zod";
-import {
-  AuthError,
-  KEY_ALGORITHM,
-  KEY_AUDIENCE,
-  KEY_ID_PATTERN,
-  KEY_ISSUER,
-  PLAN_NAMES,
-  type ApiKey,
-  type KeyVerifier,
-} from "./api-key.js";
+import { AuthError, isExpired, verifyTokenSignature, type ApiKey, type VerifiedToken } from "../../lib/api-key-format.js";
 import { watchPublicKeys } from "./public-keys.js";
 import type { RevocationList } from "./revocation-list.js";
 
 export { parseBearer } from "./bearer.js";
 
-/** Longer bearer tokens are refused before any parsing (ours are ~350 bytes). */
-export const MAX_TOKEN_LENGTH = 4096;
-
-const positiveInt = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
-const claimsSchema = z
-  .object({
-    sub: z.string().regex(KEY_ID_PATTERN),
-    plan: z.enum(PLAN_NAMES),
-    lim: z.object({ m: positiveInt, d: positiveInt }).optional(),
-    exp: positiveInt.optional(),
-  })
-  .refine((c) => (c.plan === "enterprise") === (c.lim !== undefined), "lim is required for enterprise keys only");
-
-/** A token whose signature, issuer, audience and claims checked out. */
-export interface VerifiedToken {
-  apiKey: Readonly<ApiKey>;
-  kid: string;
-  /** The public key that verified it; the token stops verifying when that key is retired or replaced. */
-  key: KeyObject;
+/** Verifies a bearer token; throws AuthError. Synchronous so a cache hit costs no tick. */
+export interface KeyVerifier {
+  verify(token: string): ApiKey;
+  close(): void;
 }
-
-export interface KeyLookup {
-  get(kid: string): KeyObject | undefined;
-}
-
-const invalid = () => new AuthError("invalid", "invalid API key");
-
-/**
- * Checks a token's signature (ES256 only, key chosen by the header `kid`), issuer, audience
- * and claims. Expiry and revocation are the caller's: see `isExpired`. Throws only AuthError.
- */
-export function verifyTokenSignature(token: string, keys: KeyLookup, nowSeconds: number): VerifiedToken {
-  if (typeof token !== "string" || token.length > MAX_TOKEN_LENGTH) throw new AuthError("malformed", "malformed API key");
-  let header: jwt.JwtHeader | undefined;
-  try {
-    header = jwt.decode(token, { complete: true })?.header;
-  } catch {
-    header = undefined;
-  }
-  if (!header) throw new AuthError("malformed", "malformed API key");
-  const key = header.alg === KEY_ALGORITHM && typeof header.kid === "string" ? keys.get(header.kid) : undefined;
-  if (!key) throw invalid();
-
-  let payload: unknown;
-  try {
-    payload = jwt.verify(token, key, {
-      algorithms: [KEY_ALGORITHM],
-      issuer: KEY_ISSUER,
-      audience: KEY_AUDIENCE,
-      // Expiry is checked by `isExpired`, against the same clock, for fresh and cached tokens.
-      ignoreExpiration: true,
-      clockTimestamp: nowSeconds,
-    });
-  } catch {
-    throw invalid();
-  }
-  const claims = claimsSchema.safeParse(payload);
-  if (!claims.success) throw invalid();
-  const { sub, plan, lim, exp } = claims.data;
-  const apiKey: ApiKey = { keyId: sub, plan };
-  if (lim) Object.assign(apiKey, { perMinute: lim.m, perDay: lim.d });
-  if (exp !== undefined) apiKey.expiresAt = exp;
-  return { apiKey: Object.freeze(apiKey), kid: header.kid!, key };
-}
-
-export const isExpired = (apiKey: ApiKey, nowSeconds: number): boolean =>
-  apiKey.expiresAt !== undefined && nowSeconds >= apiKey.expiresAt;
 
 export interface KeyVerifierOptions {
   keysDir: string;

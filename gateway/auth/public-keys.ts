@@ -1,52 +1,12 @@
-import { createPublicKey, type KeyObject } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
-import path from "node:path";
-import { KEY_ID_PATTERN } from "./api-key.js";
+import type { KeyObject } from "node:crypto";
+import { loadPublicKeys } from "../../lib/api-key-format.js";
 
 /**
- * The gateway's verification keys: every `KEYS_DIR/public/<kid>.pem` (EC P-256 public keys).
- * A rotation (new file) or a retirement (file removed) reaches a running gateway at the next
- * reload, without a restart. The files are a few hundred bytes each, so reloading reads them
- * synchronously: one code path for the first load and for every reload.
+ * The gateway's verification keys: every `KEYS_DIR/public/<kid>.pem`, re-read on a timer. A
+ * rotation (new file) or a retirement (file removed) reaches a running gateway at the next
+ * reload, without a restart; reloading reads the files synchronously (a few hundred bytes
+ * each): one code path for the first load and for every reload.
  */
-export const publicKeyDir = (keysDir: string): string => path.join(keysDir, "public");
-export const publicKeyPath = (keysDir: string, kid: string): string => path.join(publicKeyDir(keysDir), `${kid}.pem`);
-
-/** Parses a PEM public key; throws unless it is an EC P-256 (ES256) public key. */
-export function parsePublicKey(pem: string | Buffer): KeyObject {
-  const key = createPublicKey(pem);
-  if (key.asymmetricKeyType !== "ec" || key.asymmetricKeyDetails?.namedCurve !== "prime256v1") {
-    throw new Error("not an EC P-256 public key");
-  }
-  return key;
-}
-
-/**
- * Reads every valid `<kid>.pem` in KEYS_DIR/public. A missing directory is an empty set;
- * unreadable or foreign files are skipped (they verify nothing). Other directory errors throw.
- */
-export function loadPublicKeys(keysDir: string): Map<string, KeyObject> {
-  const dir = publicKeyDir(keysDir);
-  const keys = new Map<string, KeyObject>();
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return keys;
-    throw err;
-  }
-  for (const name of names.sort()) {
-    const kid = name.endsWith(".pem") ? name.slice(0, -".pem".length) : "";
-    if (!KEY_ID_PATTERN.test(kid)) continue;
-    try {
-      keys.set(kid, parsePublicKey(readFileSync(path.join(dir, name))));
-    } catch {
-      // Not a P-256 public key (or vanished meanwhile): it verifies nothing.
-    }
-  }
-  return keys;
-}
-
 export interface PublicKeySet {
   /** The same object across reloads while the key file's key is unchanged. */
   get(kid: string): KeyObject | undefined;

@@ -1,6 +1,5 @@
-import { readFileSync, statSync } from "node:fs";
-import path from "node:path";
-import { z } from "zod";
+import { statSync } from "node:fs";
+import { readRevokedFile, revokedFilePath } from "../../lib/api-key-format.js";
 
 /**
  * Revoked key ids as `npm run keys -- revoke` records them in KEYS_DIR/revoked.json. This is
@@ -10,37 +9,6 @@ import { z } from "zod";
 export interface RevocationList {
   isRevoked(keyId: string): boolean;
   close(): void;
-}
-
-export const revokedFilePath = (keysDir: string): string => path.join(keysDir, "revoked.json");
-
-const revokedFileSchema = z.object({
-  revoked: z.record(
-    z.string(),
-    z.object({
-      /** Unix seconds. */
-      revokedAt: z.number().int(),
-      /** Unix seconds; null when the key never expires. Entries are pruned after expiry. */
-      expiresAt: z.number().int().nullable(),
-    }),
-  ),
-});
-export type RevokedFile = z.infer<typeof revokedFileSchema>;
-export type RevokedEntry = RevokedFile["revoked"][string];
-
-/** Parses revoked.json; throws on anything else. */
-export function parseRevokedFile(text: string): RevokedFile {
-  return revokedFileSchema.parse(JSON.parse(text));
-}
-
-/** Reads revoked.json; a missing file is an empty list. */
-export function readRevokedFile(keysDir: string): RevokedFile {
-  try {
-    return parseRevokedFile(readFileSync(revokedFilePath(keysDir), "utf8"));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { revoked: {} };
-    throw err;
-  }
 }
 
 export interface WatchedRevocations extends RevocationList {

@@ -1,14 +1,17 @@
 /**
  * The gateway's limiter from its configuration: without REDIS_URL the memory store (one gateway);
  * with it the Redis store (shared by every replica, Redis TIME as the clock) behind the
- * fallback store, which limits from process memory while Redis is unavailable.
+ * fallback store, which limits from process memory, with this replica's share of each limit,
+ * while Redis (or a Cluster node) is unavailable. The presence heartbeat tells it the share.
  */
-import type { Cluster, Redis } from "ioredis";
+import { Cluster, type Redis } from "ioredis";
 import type { Logger } from "../../lib/logger.js";
-import { createFallbackStore, type FallbackMetrics } from "./fallback-store.js";
+import { createRedisClient, isRedisReady, whenReady, type RedisClientOptions } from "../../lib/redis-client.js";
+import { subjectSlot } from "../../lib/redis-keys.js";
+import { createFallbackStore, type FallbackMetrics, type Outage } from "./fallback-store.js";
 import type { BanPolicy, Clock, LimiterStore } from "./limiter.js";
 import { createMemoryStore } from "./memory-store.js";
-import { createRedisClient, isRedisReady, whenReady, type RedisClientOptions } from "./redis-client.js";
+import { startPresence, type PresenceOptions } from "./presence.js";
 import { createRedisStore } from "./redis-store.js";
 
 export interface LimiterOptions {
@@ -22,17 +25,27 @@ export interface LimiterOptions {
   /** LRU bound of the memory store(s) (default 100,000 subjects). */
   maxSubjects?: number;
   redis?: RedisClientOptions;
+  /** Heartbeat settings (tests shorten them). */
+  presence?: Pick<PresenceOptions, "intervalMs" | "ttlMs" | "id">;
+  /** After a Redis node fails, how long its subjects are decided from memory before trying it again (default 1 s). */
+  probeIntervalMs?: number;
 }
 
 export interface Limiter extends LimiterStore {
   readonly mode: "memory" | "redis";
-  /** True while Redis is configured but unavailable and decisions come from memory. */
+  /** True while Redis is configured and some decisions come from memory. */
   usingFallback(): boolean;
+  /** How much of the limiting comes from memory now ("none" without Redis). */
+  outage(): Outage;
+  /** The Redis nodes whose subjects are decided from memory now. */
+  nodesInFallback(): string[];
+  /** Live gateway replicas as the heartbeat last saw them (1 without Redis). */
+  liveReplicas(): number | undefined;
   /** The Redis client when configured (e.g. for the gateway's status page). */
   readonly redis?: Redis | Cluster;
   /**
-   * Resolves true once Redis takes commands (at once without Redis), false after `timeoutMs`.
-   * Awaited before serving: until the first connection is up, decisions would come from memory.
+   * Resolves true once Redis takes commands and this replica has announced itself (at once
+   * without Redis), false after `timeoutMs`. Awaited before serving.
    */
   ready(timeoutMs: number): Promise<boolean>;
 }
@@ -41,16 +54,39 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   const memory = () =>
     createMemoryStore({ ban: opts.ban, clock: opts.clock, ...(opts.maxSubjects ? { maxSubjects: opts.maxSubjects } : {}) });
   if (!opts.redisUrl) {
-    return Object.assign(memory(), { mode: "memory" as const, usingFallback: () => false, ready: async () => true });
+    return Object.assign(memory(), {
+      mode: "memory" as const,
+      usingFallback: () => false,
+      outage: () => "none" as const,
+      nodesInFallback: () => [],
+      liveReplicas: () => 1,
+      ready: async () => true,
+    });
   }
 
   const redis = createRedisClient(opts.redisUrl, opts.redis);
+  const presence = startPresence({ redis, logger: opts.logger, ...opts.presence });
   const store = createFallbackStore({
-    primary: createRedisStore({ redis, ban: opts.ban, closeClient: true }),
+    primary: createRedisStore({ redis, ban: opts.ban }),
     fallback: memory(),
     logger: opts.logger,
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     isPrimaryReady: () => isRedisReady(redis),
+    // On Cluster a subject belongs to the master of its slot, as the client last learned it.
+    ...(redis instanceof Cluster ? { nodeOf: (subject: string) => redis.slots[subjectSlot(subject)]?.[0] ?? "unknown" } : {}),
+    liveReplicas: presence.liveReplicas,
+    ...(opts.probeIntervalMs ? { probeIntervalMs: opts.probeIntervalMs } : {}),
   });
-  return Object.assign(store, { mode: "redis" as const, redis, ready: (timeoutMs: number) => whenReady(redis, timeoutMs) });
+  const closeStores = store.close;
+  return Object.assign(store, {
+    mode: "redis" as const,
+    redis,
+    liveReplicas: presence.liveReplicas,
+    ready: async (timeoutMs: number) => (await whenReady(redis, timeoutMs)) && (await presence.beat()),
+    async close() {
+      await presence.close();
+      await closeStores();
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  });
 }

@@ -25,7 +25,12 @@ export interface WindowResult extends WindowLimit {
   refused: boolean;
 }
 
-export type Outcome = "admitted" | "limited" | "banned" | "revoked";
+/**
+ * "unavailable": the store cannot decide without risking admitting more than the limit (Redis
+ * unreachable and this replica's share of the limit is 0, or the number of live replicas is
+ * unknown); the gateway answers 503 with Retry-After and counts nothing.
+ */
+export type Outcome = "admitted" | "limited" | "banned" | "revoked" | "unavailable";
 
 export interface Decision {
   outcome: Outcome;
@@ -33,7 +38,7 @@ export interface Decision {
   windows: WindowResult[];
   /** Index into `windows` of the window that binds first (the one with the least remaining). */
   binding: number;
-  /** Whole seconds until the first moment a retry is admitted (limited/banned); 0 otherwise. */
+  /** Whole seconds until the first moment a retry is admitted (limited/banned) or worth trying (unavailable); 0 otherwise. */
   retryAfterSeconds: number;
   /** The store's clock when it decided, in milliseconds (Redis TIME for the Redis store). */
   nowMs: number;

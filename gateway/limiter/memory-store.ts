@@ -22,6 +22,12 @@ export interface MemoryStoreOptions {
 }
 
 export interface MemoryStore extends LimiterStore {
+  /**
+   * Counts one request of `subject` in each window without deciding anything (no limit, ban or
+   * revocation check): the fallback store records here what Redis admitted, so that during an
+   * outage this replica's own earlier admissions count against its share.
+   */
+  record(subject: string, windows: readonly WindowLimit[]): void;
   /** Revokes a subject in this process (the Redis store reads the keys CLI's `revoked` key instead). */
   revoke(subject: string): void;
   /** Tracked subjects and buckets, for bounded-memory checks and metrics. */
@@ -69,14 +75,19 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     return state;
   }
 
-  function decide(subject: string, limits: readonly WindowLimit[], nowMs: number): Decision {
-    const state = stateOf(subject);
-    const counters = limits.map(({ windowSeconds }) => {
+  /** The subject's counter of each window, expired up to now. */
+  function countersOf(state: SubjectState, limits: readonly WindowLimit[], nowMs: number): WindowCounter[] {
+    return limits.map(({ windowSeconds }) => {
       let counter = state.windows.get(windowSeconds);
       if (!counter) state.windows.set(windowSeconds, (counter = WindowCounter.forWindow(windowSeconds)));
       counter.expire(nowMs);
       return counter;
     });
+  }
+
+  function decide(subject: string, limits: readonly WindowLimit[], nowMs: number): Decision {
+    const state = stateOf(subject);
+    const counters = countersOf(state, limits, nowMs);
     const answer = (outcome: Outcome, banUntilMs = 0, refused: readonly boolean[] = []): Decision =>
       assembleDecision(
         outcome,
@@ -107,6 +118,11 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
       const decision = decide(subject, limits, nowMs);
       sweep(nowMs);
       return decision;
+    },
+    record(subject, limits) {
+      const nowMs = clock();
+      for (const counter of countersOf(stateOf(subject), limits, nowMs)) counter.add(nowMs);
+      sweep(nowMs);
     },
     async close() {
       subjects.clear();

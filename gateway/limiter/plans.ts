@@ -1,7 +1,7 @@
 /**
  * Quotas by plan (spec "Rate limits by plan"). Every /v1 request counts against both windows.
  */
-import type { ApiKey, PlanName } from "../auth/api-key.js";
+import type { ApiKey, PlanName } from "../../lib/api-key-format.js";
 import type { WindowLimit } from "./limiter.js";
 
 export const MINUTE_SECONDS = 60;

@@ -27,8 +27,6 @@ export interface RedisStoreOptions {
   ban: BanPolicy;
   /** Tests only: decide at this clock's time instead of Redis TIME. */
   clock?: Clock;
-  /** Quit the client on close() (default false: the caller owns it). */
-  closeClient?: boolean;
 }
 
 type LimiterCommand = Record<typeof COMMAND, (...args: (string | number)[]) => Promise<unknown>>;
@@ -80,7 +78,7 @@ export function createRedisStore(opts: RedisStoreOptions): LimiterStore {
       return decisionFromReply(reply, windows);
     },
     async close() {
-      if (opts.closeClient) await redis.quit().catch(() => redis.disconnect());
+      // The client is the caller's (create-limiter.ts quits it after the heartbeat's last word).
     },
   };
 }

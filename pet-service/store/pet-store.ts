@@ -43,6 +43,32 @@ export type CreateOnceResult =
   /** The live key was first used for a request with another fingerprint: nothing stored. */
   | { outcome: "key_reused" };
 
+/**
+ * Why the storage cannot serve an operation now. Each is a fault of the storage, not of the
+ * request or of our code, and may clear by itself or by an operator's hand: retrying later helps.
+ */
+export const STORAGE_FAULTS = ["disk_full", "read_only", "io_error", "busy", "unreachable"] as const;
+export type StorageFault = (typeof STORAGE_FAULTS)[number];
+
+/**
+ * Thrown by a store (any store: SQLite, PostgreSQL) when its storage cannot serve the operation
+ * now: the disk is full, the file system read-only or failing, the database locked beyond the
+ * wait or unreachable. The pet service answers UNAVAILABLE (the gateway 503 with Retry-After)
+ * and counts it by fault; anything else a store throws is a bug (INTERNAL). A write that fails
+ * this way stored nothing, and the store serves again once the fault clears.
+ */
+export class StorageUnavailableError extends Error {
+  override name = "StorageUnavailableError";
+
+  constructor(
+    readonly fault: StorageFault,
+    options?: ErrorOptions,
+  ) {
+    super(`storage unavailable (${fault})`, options);
+  }
+}
+
+/** Every method may reject with StorageUnavailableError (see above). */
 export interface PetStore {
   /** Stores the pet under a new id (unique, increasing, never reused); resolves once it is durable. */
   create(pet: NewPet): Promise<Pet>;

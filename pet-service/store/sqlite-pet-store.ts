@@ -4,6 +4,7 @@ import type sqlite3 from "sqlite3";
 import type { PetServiceMetrics, SqliteQuery } from "../metrics.js";
 import type { CreateOnceResult, IdempotencyKey, ListQuery, NewPet, Pet, PetStatus, PetStore } from "./pet-store.js";
 import { all, closeDatabase, exec, openDatabase, prepare, run } from "./sqlite-calls.js";
+import { toStorageError } from "./sqlite-faults.js";
 import { createOnceInTransaction, IDEMPOTENCY_SCHEMA } from "./sqlite-idempotency.js";
 
 /**
@@ -119,6 +120,11 @@ export interface CommitStats {
  *
  * The reader connection sees committed (hence durable) data only: under WAL a reader never sees
  * another connection's open transaction, so list/get never show a pet whose commit may still fail.
+ *
+ * Storage faults (disk full, read-only or failing file system, lock timeout) reject with
+ * StorageUnavailableError (sqlite-faults.ts); a failed batch stored nothing, and the next batch
+ * tries again, so writes resume by themselves once the fault clears. Reads go on while they can
+ * (a full disk or a read-only file system does not stop them).
  */
 export class SqlitePetStore implements PetStore {
   private closing: Promise<void> | undefined;
@@ -130,6 +136,8 @@ export class SqlitePetStore implements PetStore {
   private turn = 0;
 
   private constructor(
+    /** The database file's directory: where a read-only file system is recognised. */
+    private readonly dir: string,
     private readonly writer: sqlite3.Database,
     private readonly reader: sqlite3.Database,
     private readonly statements: Statements,
@@ -160,6 +168,7 @@ export class SqlitePetStore implements PetStore {
         ? Object.fromEntries(Object.entries(QUERY_NAMES).map(([key, query]) => [key, histogram.labels(query)]))
         : {};
       return new SqlitePetStore(
+        path.dirname(path.resolve(file)),
         writer,
         reader,
         Object.fromEntries(entries) as Statements,
@@ -175,23 +184,30 @@ export class SqlitePetStore implements PetStore {
   }
 
   create(pet: NewPet): Promise<Pet> {
-    return this.enqueue(() => this.insert(pet));
+    return this.enqueue(() => this.insert(pet)).catch(this.storageError);
   }
 
   createOnce(pet: NewPet, key: IdempotencyKey): Promise<CreateOnceResult> {
-    return this.enqueue(() => createOnceInTransaction(this.writer, key, () => this.insert(pet)));
+    return this.enqueue(() => createOnceInTransaction(this.writer, key, () => this.insert(pet))).catch(this.storageError);
   }
 
   async list({ limit, status, afterId = 0n }: ListQuery): Promise<Pet[]> {
     const after = String(afterId);
-    const rows = status ? await this.query("listByStatus", [status, after, limit]) : await this.query("list", [after, limit]);
+    const rows = await (status ? this.query("listByStatus", [status, after, limit]) : this.query("list", [after, limit])).catch(
+      this.storageError,
+    );
     return rows.map(toPet);
   }
 
   async get(id: bigint): Promise<Pet | undefined> {
-    const [row] = await this.query("get", [String(id)]);
+    const [row] = await this.query("get", [String(id)]).catch(this.storageError);
     return row && toPet(row);
   }
+
+  /** Rethrows a storage fault as StorageUnavailableError, anything else unchanged. */
+  private readonly storageError = (err: unknown): never => {
+    throw toStorageError(err, this.dir);
+  };
 
   /** Transactions committed and creates acknowledged so far. */
   commitStats(): CommitStats {
@@ -267,9 +283,10 @@ export class SqlitePetStore implements PetStore {
         try {
           await run(this.writer, "ROLLBACK TO pet_write");
           await run(this.writer, "RELEASE pet_write");
-        } catch (fatal) {
-          // SQLite ended the whole transaction (I/O error, disk full, …): no savepoint to go back to.
-          lost = { error: fatal };
+        } catch {
+          // SQLite ended the whole transaction because of `error` (I/O error, disk full, …): no
+          // savepoint to go back to, and `error` is why every write of the batch failed.
+          lost = { error };
           break;
         }
       }

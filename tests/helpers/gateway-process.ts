@@ -1,5 +1,8 @@
 import type { ChildProcess } from "node:child_process";
+import { afterAll, beforeAll } from "vitest";
+import { createTestKeys, type TestKeys } from "./gateway.js";
 import { freePort } from "./net.js";
+import { startPetService, type RunningPetService } from "./pet-service.js";
 import { launchTsx } from "./process.js";
 
 /** The real gateway process (`node --import tsx gateway/main.ts`), as operators run it. */
@@ -27,4 +30,25 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
     }
   }
   return { url, child, output, exited: exited.then((e) => e.code) };
+}
+
+/**
+ * For one test file: a pet service, a KEYS_DIR and the real gateway process in front of them
+ * (`env` on top), started before the tests and stopped after them.
+ */
+export function useGatewayProcess(env: Record<string, string>): { gateway(): GatewayProcess; keys(): TestKeys } {
+  let pets: RunningPetService;
+  let keys: TestKeys;
+  let gateway: GatewayProcess;
+  beforeAll(async () => {
+    [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
+    gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, ...env });
+  });
+  afterAll(async () => {
+    gateway?.child.kill("SIGTERM");
+    await gateway?.exited;
+    await pets?.stop();
+    await keys?.remove();
+  });
+  return { gateway: () => gateway, keys: () => keys };
 }

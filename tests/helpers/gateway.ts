@@ -7,6 +7,7 @@ import { createLogger } from "../../lib/logger.js";
 import type { AppDeps } from "../../gateway/app.js";
 import { loadGatewayConfig } from "../../gateway/config.js";
 import { createGateway, createHttpServer } from "../../gateway/gateway.js";
+import { createLimiter, type Limiter } from "../../gateway/limiter/create-limiter.js";
 import type { Clock, LimiterStore } from "../../gateway/limiter/limiter.js";
 import { createGatewayMetrics, type GatewayMetrics } from "../../gateway/metrics.js";
 import { ensureKeyPair, issueKey, type IssueOptions } from "../../keys/index.js";
@@ -80,7 +81,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   const { app } = gateway;
   const server = await new Promise<Server>((resolve) => {
-    const s = createHttpServer(app, createLogger("gateway-test", "silent")).listen(0, "127.0.0.1", () => resolve(s));
+    const s = createHttpServer(app, createLogger("gateway-test", "silent"), config).listen(0, "127.0.0.1", () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
   return {
@@ -92,4 +93,31 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await gateway.close();
     },
   };
+}
+
+/**
+ * A gateway limiting in the Redis at `redisUrl` (any REDIS_URL form) through the real limiter
+ * wiring, with a fast heartbeat (100 ms) and a 1 s command timeout: the production 100 ms is
+ * missed by a healthy Redis on a loaded test machine, and these tests are about faults, not speed.
+ */
+export async function startRedisGateway(opts: { petServiceAddr: string; keysDir: string; redisUrl: string }): Promise<{
+  gateway: RunningGateway;
+  limiter: Limiter;
+}> {
+  let limiter!: Limiter;
+  const gateway = await startGateway({
+    petServiceAddr: opts.petServiceAddr,
+    keysDir: opts.keysDir,
+    limiter: (metrics) =>
+      (limiter = createLimiter({
+        redisUrl: opts.redisUrl,
+        ban: { after: 1000, seconds: 900 },
+        clock: Date.now,
+        logger: createLogger("gateway-test", "silent"),
+        metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
+        redis: { commandTimeoutMs: 1000 },
+        presence: { intervalMs: 100 },
+      })),
+  });
+  return { gateway, limiter };
 }

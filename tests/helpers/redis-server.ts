@@ -1,10 +1,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { Redis } from "ioredis";
 import { freePort } from "./net.js";
 
 /**
- * A private redis-server for one test file: a free port, nothing on disk. Tests only ever
- * talk to (and flush) servers they started here, never a shared one.
+ * A private redis-server for one test file: a free port, nothing persisted (a replica's sync
+ * file goes to a temporary directory of its own, removed at stop). Tests only ever talk to
+ * (and flush) servers they started here, never a shared one.
  */
 export interface PrivateRedis {
   port: number;
@@ -16,8 +20,16 @@ export interface PrivateRedis {
   stop(): Promise<void>;
 }
 
-export async function startRedis(): Promise<PrivateRedis> {
+export interface RedisServerOptions {
+  /** More redis-server arguments (cluster mode, replicaof, a working directory, …). */
+  args?: readonly string[];
+  /** A config file, given first (Sentinel: `redis-server <file> --sentinel`). */
+  configFile?: string;
+}
+
+export async function startRedis(opts: RedisServerOptions = {}): Promise<PrivateRedis> {
   const port = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), "petstore-redis-"));
   const handle: PrivateRedis = {
     port,
     url: `redis://127.0.0.1:${port}`,
@@ -28,13 +40,18 @@ export async function startRedis(): Promise<PrivateRedis> {
     async start() {
       handle.process = spawn(
         "redis-server",
-        ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", ""],
+        [
+          ...(opts.configFile ? [opts.configFile] : []),
+          "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", "", "--dir", dir,
+          ...(opts.args ?? []),
+        ],
         { stdio: "ignore" },
       );
       await waitForPing(port);
     },
     async stop() {
       await killAndWait(handle.process, "SIGTERM");
+      rmSync(dir, { recursive: true, force: true });
     },
   };
   await handle.start();
@@ -51,17 +68,20 @@ async function killAndWait(child: ChildProcess, signal: NodeJS.Signals): Promise
 
 async function waitForPing(port: number): Promise<void> {
   const deadline = Date.now() + 10_000;
-  for (;;) {
-    const client = new Redis({ port, host: "127.0.0.1", lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    client.on("error", () => {});
-    try {
-      await client.connect();
-      if ((await client.ping()) === "PONG") return;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
-      await new Promise((r) => setTimeout(r, 50));
-    } finally {
-      client.disconnect();
-    }
+  while ((await withRedisClient(port, (c) => c.ping()).catch(() => undefined)) !== "PONG") {
+    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Runs `fn` with a one-off connection to the redis-server on `port` (admin commands; no retries). */
+export async function withRedisClient<T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis(port, "127.0.0.1", { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    return await fn(client);
+  } finally {
+    client.disconnect();
   }
 }

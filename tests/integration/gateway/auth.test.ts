@@ -2,7 +2,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KEY_AUDIENCE, KEY_ISSUER } from "../../../gateway/auth/api-key.js";
+import { KEY_AUDIENCE, KEY_ISSUER } from "../../../lib/api-key-format.js";
 import { craftToken, tokenPayload } from "../../helpers/keys.js";
 import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
 import { createTestKeys, fakeClock, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";

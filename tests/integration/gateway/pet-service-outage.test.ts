@@ -45,6 +45,7 @@ it("answers 503 service_unavailable while the pet service is down (gateway_pet_s
     const res = await list();
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ code: "service_unavailable", status: 503 });
+    expect(res.headers.get("retry-after")).toBe("1"); // a 503 always says when to retry
     // Rate-limit headers are on errors too.
     expect(res.headers.get("x-ratelimit-limit")).not.toBeNull();
   }

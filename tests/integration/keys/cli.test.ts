@@ -3,9 +3,9 @@ import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { AuthError } from "../../../gateway/auth/api-key.js";
+import { AuthError, readRevokedFile } from "../../../lib/api-key-format.js";
 import { createKeyVerifier } from "../../../gateway/auth/jwt-verifier.js";
-import { NO_REVOCATIONS, readRevokedFile } from "../../../gateway/auth/revocation-list.js";
+import { NO_REVOCATIONS } from "../../../gateway/auth/revocation-list.js";
 import { freePort } from "../../helpers/net.js";
 import { tokenPayload, useRevocationRedis, useTempKeysDir } from "../../helpers/keys.js";
 

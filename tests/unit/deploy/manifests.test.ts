@@ -15,13 +15,10 @@ import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation, type ServingStatus } from "grpc-health-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { KEY_ID_PATTERN } from "../../../gateway/auth/api-key.js";
-import { publicKeyPath } from "../../../gateway/auth/public-keys.js";
-import { revokedFilePath } from "../../../gateway/auth/revocation-list.js";
+import { KEY_ID_PATTERN, privateKeyDir, publicKeyPath, revokedFilePath } from "../../../lib/api-key-format.js";
 import { GATEWAY_ENV } from "../../../gateway/config.js";
 import { DOCS_PATH } from "../../../gateway/docs.js";
-import { parseRedisUrl } from "../../../gateway/limiter/redis-client.js";
-import { privateKeyDir } from "../../../keys/key-pairs.js";
+import { parseRedisUrl } from "../../../lib/redis-client.js";
 import { PET_SERVICE_NAME } from "../../../proto/load.js";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));

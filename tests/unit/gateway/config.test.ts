@@ -10,6 +10,8 @@ describe("gateway configuration", () => {
       BAN_AFTER: 20,
       BAN_SECONDS: 900,
       TRUST_PROXY: false,
+      HEADERS_TIMEOUT_MS: 10_000,
+      REQUEST_TIMEOUT_MS: 30_000,
     });
     expect(loadGatewayConfig({}).REDIS_URL).toBeUndefined();
   });
@@ -30,6 +32,8 @@ describe("gateway configuration", () => {
     ["BAN_SECONDS", "-5"],
     ["PET_SERVICE_ADDR", "no-port"],
     ["PET_SERVICE_TIMEOUT_MS", "soon"],
+    ["HEADERS_TIMEOUT_MS", "0"],
+    ["REQUEST_TIMEOUT_MS", "5000"], // shorter than the default headers timeout
   ])("refuses %s=%s with one line naming the variable", (name, value) => {
     expect(() => loadGatewayConfig({ [name]: value })).toThrowError(new RegExp(`^invalid configuration: ${name} `));
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KEY_AUDIENCE, KEY_ISSUER } from "../../../gateway/auth/api-key.js";
+import { KEY_AUDIENCE, KEY_ISSUER } from "../../../lib/api-key-format.js";
 import { UsageError } from "../../../keys/errors.js";
 import { issueKey, validateIssueOptions, type IssueOptions } from "../../../keys/issue.js";
 import { ensureKeyPair } from "../../../keys/key-pairs.js";

@@ -1,7 +1,7 @@
 import { readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { publicKeyPath } from "../../../gateway/auth/public-keys.js";
+import { privateKeyDir, publicKeyPath } from "../../../lib/api-key-format.js";
 import { KeysError } from "../../../keys/errors.js";
 import {
   activeKid,
@@ -9,7 +9,6 @@ import {
   keyThumbprint,
   listKeyPairs,
   loadSigningKey,
-  privateKeyDir,
   retireKeyPair,
   rotateKeyPair,
 } from "../../../keys/key-pairs.js";

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { generateKeyPairSync } from "node:crypto";
 import { beforeEach, describe, expect, it } from "vitest";
-import { readRevokedFile, revokedFilePath } from "../../../gateway/auth/revocation-list.js";
+import { readRevokedFile, revokedFilePath } from "../../../lib/api-key-format.js";
 import { KeysError } from "../../../keys/errors.js";
 import { issueKey } from "../../../keys/issue.js";
 import { ensureKeyPair, loadSigningKey, retireKeyPair, rotateKeyPair } from "../../../keys/key-pairs.js";

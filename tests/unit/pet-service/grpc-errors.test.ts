@@ -1,6 +1,14 @@
 import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
-import { fieldViolationsOf, internal, invalidArgument, notFound, STATUS_DETAILS_KEY } from "../../../pet-service/grpc-errors.js";
+import { errorInfoOf, retryDelayOf } from "../../../lib/grpc-status-details.js";
+import {
+  fieldViolationsOf,
+  internal,
+  invalidArgument,
+  notFound,
+  STATUS_DETAILS_KEY,
+  storageUnavailable,
+} from "../../../pet-service/grpc-errors.js";
 
 /** A length-delimited protobuf field (tag byte, one-byte length), enough for these short messages. */
 const field = (tag: number, value: Buffer | string) => {
@@ -34,5 +42,14 @@ describe("grpc errors", () => {
     expect(notFound("pet 5 not found")).toMatchObject({ code: grpc.status.NOT_FOUND, details: "pet 5 not found" });
     expect(internal()).toMatchObject({ code: grpc.status.INTERNAL, details: "internal error" });
     expect(fieldViolationsOf(internal())).toEqual([]);
+  });
+
+  it("a storage fault is UNAVAILABLE with the fault in ErrorInfo and a 5 s RetryInfo, and nothing of SQLite", () => {
+    const error = storageUnavailable("disk_full");
+    expect(error.code).toBe(grpc.status.UNAVAILABLE);
+    expect(error.details).toBe("storage temporarily unavailable; retry later");
+    expect(errorInfoOf(error)).toEqual({ reason: "STORAGE_UNAVAILABLE", domain: "petstore.v1", metadata: { fault: "disk_full" } });
+    expect(retryDelayOf(error)).toBe(5_000);
+    expect(retryDelayOf(notFound("x"))).toBeUndefined();
   });
 });

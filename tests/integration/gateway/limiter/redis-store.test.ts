@@ -15,7 +15,7 @@ import { createFallbackStore, type FallbackStore } from "../../../../gateway/lim
 import type { Decision, LimiterStore, WindowLimit } from "../../../../gateway/limiter/limiter.js";
 import { createMemoryStore } from "../../../../gateway/limiter/memory-store.js";
 import { windowsForLimits } from "../../../../gateway/limiter/plans.js";
-import { createRedisClient, isRedisReady, parseRedisUrl } from "../../../../gateway/limiter/redis-client.js";
+import { createRedisClient, isRedisReady, parseRedisUrl } from "../../../../lib/redis-client.js";
 import { createRedisStore } from "../../../../gateway/limiter/redis-store.js";
 import { redisKey } from "../../../../lib/redis-keys.js";
 import { freePort } from "../../../helpers/net.js";
@@ -177,6 +177,7 @@ describe("redis store on a private redis-server", () => {
     await store.hit("key:slow", w);
     // Another client keeps Redis busy for a while (a long-running script).
     const blocker = new Redis(server.url, { maxRetriesPerRequest: 0 });
+    await blocker.ping(); // connected first, so the script starts as soon as it is sent
     const busy = elapsed(() => blocker.eval("local i = 0 while i < 60000000 do i = i + 1 end return i", 0));
     await new Promise((r) => setTimeout(r, 20));
     const [first, firstMs] = await elapsed(() => store.hit("key:slow", w));
@@ -186,7 +187,8 @@ describe("redis store on a private redis-server", () => {
     const callsBefore = primary.calls;
     const second = await store.hit("key:slow", w);
     expect(primary.calls).toBe(callsBefore); // decided from memory without asking Redis again
-    expect([first.outcome, second.outcome]).toEqual(["admitted", "admitted"]); // memory: a fresh count
+    // Memory counted the request Redis admitted before the fault: with `first`, the limit of 2 is used up.
+    expect([first.outcome, second.outcome]).toEqual(["admitted", "limited"]);
     expect(store.usingFallback()).toBe(true);
     expect(await faults()).toBe(1);
     expect(messages().filter((m) => m === "redis unavailable, limiting from memory")).toHaveLength(1);
@@ -297,7 +299,7 @@ describe("fallback store decisions (stub primary)", () => {
     const primary: LimiterStore = { hit: primaryHit, close: async () => {} };
     const fallbackHit = vi.fn(async () => ({ ...decision, outcome: "limited" as const }));
     const { logger, messages } = collectingLogger();
-    const store = createFallbackStore({ primary, fallback: { hit: fallbackHit, close: async () => {} }, logger, clock: () => now, probeIntervalMs: 1000 });
+    const store = createFallbackStore({ primary, fallback: { hit: fallbackHit, record: () => {}, close: async () => {} }, logger, clock: () => now, probeIntervalMs: 1000 });
     const w = windowsForLimits({ perMinute: 1, perDay: 1 });
 
     expect((await store.hit("s", w)).outcome).toBe("limited");

@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../pet-service/idempotency.js";
-import type { IdempotencyKey, NewPet, Pet, PetStatus, PetStore } from "../../../../pet-service/store/pet-store.js";
+import {
+  StorageUnavailableError,
+  type IdempotencyKey,
+  type NewPet,
+  type Pet,
+  type PetStatus,
+  type PetStore,
+} from "../../../../pet-service/store/pet-store.js";
 
 /** A store under test on a database of its own; `reopen` closes it and opens the same database again. */
 export interface StoreFixture {
@@ -8,6 +15,11 @@ export interface StoreFixture {
   reopen(): Promise<PetStore>;
   /** Closes the store (if open) and removes its database. */
   destroy(): Promise<void>;
+  /**
+   * Takes the database's write lock from outside (another connection or process) and keeps it
+   * past the store's lock wait; resolves with the function that releases it.
+   */
+  holdWriteLock(): Promise<() => Promise<void>>;
 }
 
 const INT64_MAX = 2n ** 63n - 1n;
@@ -127,6 +139,25 @@ export function petStoreConformance(name: string, open: () => Promise<StoreFixtu
         created.push(again.pet);
         expect(again.pet.id > first.pet.id).toBe(true);
       }
+    });
+
+    it("reports a write its storage cannot take now as StorageUnavailableError, stores nothing, and writes once the fault clears", async () => {
+      const release = await fixture.holdWriteLock();
+      let failure: unknown;
+      try {
+        const now = Date.now();
+        const locked = newPet("Locked out");
+        const [plain, once] = await Promise.allSettled([store.create(locked), store.createOnce(locked, keyFor("k:locked", locked, now))]);
+        failure = plain.status === "rejected" ? plain.reason : undefined;
+        expect(once.status === "rejected" && once.reason).toBeInstanceOf(StorageUnavailableError);
+        expect((await store.list({ limit: 1000 })).map((p) => p.name)).not.toContain("Locked out"); // reads go on
+      } finally {
+        await release();
+      }
+      expect(failure).toBeInstanceOf(StorageUnavailableError);
+      expect((failure as StorageUnavailableError).fault).toBe("busy");
+      const after = await create(newPet("After the lock"));
+      expect(await store.get(after.id)).toEqual(after);
     });
 
     it("stores one pet for concurrent creates under one key, and answers each with it", async () => {

@@ -17,6 +17,14 @@ petStoreConformance("SQLite", async () => {
       await store.close();
       await db.remove();
     },
+    async holdWriteLock() {
+      const side = await sideConnection(db.dbPath);
+      await side.exec("BEGIN EXCLUSIVE"); // held past the store's busy_timeout (5 s)
+      return async () => {
+        await side.exec("ROLLBACK");
+        await side.close();
+      };
+    },
   };
 });
 

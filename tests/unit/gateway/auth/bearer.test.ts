@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AuthError } from "../../../../gateway/auth/api-key.js";
+import { AuthError } from "../../../../lib/api-key-format.js";
 import { parseBearer } from "../../../../gateway/auth/bearer.js";
 
 const reasonOf = (header: string | undefined) => {

@@ -1,6 +1,7 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { revokedFilePath, watchRevocations, type WatchedRevocations } from "../../../../gateway/auth/revocation-list.js";
+import { revokedFilePath } from "../../../../lib/api-key-format.js";
+import { watchRevocations, type WatchedRevocations } from "../../../../gateway/auth/revocation-list.js";
 import { addRevocation } from "../../../../keys/registry.js";
 import { useTempKeysDir } from "../../../helpers/keys.js";
 

@@ -1,7 +1,8 @@
 /**
- * The limiter's Redis connection, tuned to fail fast: a request never waits more than the
- * command timeout (100 ms) for Redis, nothing queues while disconnected, and the client keeps
- * reconnecting in the background (capped backoff) so the gateway returns to Redis by itself.
+ * The one Redis connection factory (the gateway's limiter, `keys revoke`), tuned to fail fast:
+ * a request never waits more than the command timeout (100 ms) for Redis, nothing queues while
+ * disconnected, and the client keeps reconnecting in the background (capped backoff) so the
+ * gateway returns to Redis by itself.
  *
  * REDIS_URL forms:
  *   redis://[user:pass@]host:6379[/db]          one server (rediss:// for TLS)
@@ -11,6 +12,7 @@
  *                                               (credentials are the primary's; rediss+sentinel:// for TLS)
  */
 import { Cluster, Redis, type RedisOptions } from "ioredis";
+import { z } from "zod";
 
 export interface RedisClientOptions {
   /** Per-command timeout (default 100 ms; keep it ≤ 100 ms on the request path). */
@@ -55,6 +57,15 @@ export function parseRedisUrl(url: string): RedisTarget {
   }
   return target;
 }
+
+/** REDIS_URL (zod) in every form the client supports; the gateway and the keys CLI both parse it with this. */
+export const redisUrl = z.string().superRefine((url, ctx) => {
+  try {
+    parseRedisUrl(url);
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: (err as Error).message });
+  }
+});
 
 /** Creates the client for REDIS_URL: a Redis (single or Sentinel) or a Cluster. */
 export function createRedisClient(url: string, opts: RedisClientOptions = {}): Redis | Cluster {

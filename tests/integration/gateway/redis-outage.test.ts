@@ -1,0 +1,131 @@
+/**
+ * No over-admission while Redis is down: two gateways that shared a private redis-server keep
+ * serving after it is killed, each admitting only its share of a key's limit (the limit over the
+ * live replicas its heartbeat counted), so together they admit at most the limit; then both go
+ * back to Redis when it returns.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Limiter } from "../../../gateway/limiter/create-limiter.js";
+import { tokenPayload } from "../../helpers/keys.js";
+import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
+import { startRedis, type PrivateRedis } from "../../helpers/redis-server.js";
+import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { until } from "../../helpers/until.js";
+
+let pets: RunningPetService;
+let keys: TestKeys;
+let redis: PrivateRedis;
+const running: RunningGateway[] = [];
+
+beforeAll(async () => {
+  [pets, keys, redis] = await Promise.all([startPetService(), createTestKeys(), startRedis()]);
+});
+
+afterAll(async () => {
+  await Promise.all(running.map((g) => g.close()));
+  await pets?.stop();
+  await keys?.remove();
+  await redis?.stop();
+});
+
+async function gateway(): Promise<{ g: RunningGateway; limiter: Limiter }> {
+  const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: redis.url });
+  running.push(g);
+  return { g, limiter };
+}
+
+const get = (g: RunningGateway, key: string) => fetch(`${g.url}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${key}` } });
+const limit6 = () => keys.issue({ plan: "enterprise", perMinute: 6, perDay: 1000 });
+
+describe("two gateways, Redis killed", () => {
+  let a: { g: RunningGateway; limiter: Limiter };
+  let b: { g: RunningGateway; limiter: Limiter };
+  let before: string;
+
+  beforeAll(async () => {
+    [a, b] = [await gateway(), await gateway()];
+    await until("both heartbeats count two replicas", () => a.limiter.liveReplicas() === 2 && b.limiter.liveReplicas() === 2);
+    // Four of six admitted through Redis before the outage, two through each gateway.
+    before = limit6();
+    for (const g of [a.g, b.g, a.g, b.g]) expect((await get(g, before)).status).toBe(200);
+    await redis.kill();
+  });
+
+  it("a limit-6 key gets at most 6 in total, sequentially, 3 through each gateway", async () => {
+    const key = limit6();
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) statuses.push((await get(i % 2 ? a.g : b.g, key)).status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(6);
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    expect(a.limiter.usingFallback() && b.limiter.usingFallback()).toBe(true);
+  });
+
+  it("a limit-6 key gets at most 6 in total under 60 concurrent requests", async () => {
+    const key = limit6();
+    const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => get(i % 2 ? a.g : b.g, key)));
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(6);
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    // From memory each gateway shows its share of the limit.
+    expect(new Set(responses.map((r) => r.headers.get("x-ratelimit-limit")))).toEqual(new Set(["3"]));
+  });
+
+  it("what each gateway admitted through Redis before the outage counts against its share", async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await get(i % 2 ? a.g : b.g, before)).status);
+    // 4 before + 1 more through each gateway (its share is 3, it had admitted 2) = 6.
+    expect(statuses.filter((s) => s === 200)).toHaveLength(2);
+  });
+
+  it("a share of 0 (limit 1 over two gateways) admits nothing: 503 with Retry-After, never 200", async () => {
+    const key = keys.issue({ plan: "enterprise", perMinute: 1, perDay: 1000 });
+    for (const g of [a.g, b.g]) {
+      const res = await get(g, key);
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { code: string }).code).toBe("service_unavailable");
+      expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      expect(res.headers.get("x-ratelimit-remaining")).toBe("0");
+    }
+  });
+
+  it("both go back to Redis when it returns: exactly 6 again across both, counted in Redis", async () => {
+    await redis.start();
+    await until("both gateways decide in Redis again", async () => {
+      await Promise.all([get(a.g, limit6()), get(b.g, limit6())]);
+      return !a.limiter.usingFallback() && !b.limiter.usingFallback();
+    });
+    const key = limit6();
+    const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => get(i % 2 ? a.g : b.g, key)));
+    expect(responses.filter((r) => r.status === 200)).toHaveLength(6);
+    expect(new Set(responses.map((r) => r.headers.get("x-ratelimit-limit")))).toEqual(new Set(["6"]));
+    const { Redis } = await import("ioredis");
+    const admin = new Redis(redis.url);
+    try {
+      expect(await admin.hget(`rl:{key:${tokenPayload(key).sub as string}}:m`, "t")).toBe("6");
+    } finally {
+      admin.disconnect();
+    }
+  });
+});
+
+describe("a gateway that never reached Redis", () => {
+  it("does not know its share, so it answers 503 (never admits) until Redis answers", async () => {
+    const dead = await startRedis();
+    await dead.kill();
+    const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: dead.url });
+    running.push(g);
+    expect((await fetch(`${g.url}/readyz`)).status).toBe(503); // before any request noticed it
+    const key = limit6();
+    const res = await get(g, key);
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).not.toBeNull();
+    expect(limiter.liveReplicas()).toBeUndefined();
+    await dead.start();
+    try {
+      await until("the gateway admits through Redis", async () => (await get(g, key)).status === 200);
+      await until("its heartbeat counts itself", () => limiter.liveReplicas() === 1);
+    } finally {
+      await dead.stop();
+    }
+  });
+});

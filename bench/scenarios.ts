@@ -105,18 +105,19 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
   });
   const targets = { a: list(gwRedis), b: { url: `${bare.address}/v1/pets?limit=20`, status: 200 }, c: noop(gwRedis), d: create(gwRedis) };
 
-  const pids = (front: Service | undefined, withRedis: boolean) => ({
+  /** The processes a scenario's requests go through: its front, and the pet service and Redis when they do. */
+  const pids = (front: Service | undefined, uses: { pet: boolean; redis: boolean }) => ({
     ...(front && { front: front.proc.pid }),
-    pet: pet.proc.pid,
-    ...(withRedis && { redis: redis.process.pid! }),
+    ...(uses.pet && { pet: pet.proc.pid }),
+    ...(uses.redis && { redis: redis.process.pid! }),
   });
   const http = (key: string, label: string, target: HttpTarget, front: Service, withRedis = false, viaPet = true): Scenario => {
-    const measured = viaPet ? pids(front, withRedis) : { front: front.proc.pid };
+    const measured = pids(front, { pet: viaPet, redis: withRedis });
     return { key, label, pids: measured, run: (seconds) => wrk(target, loadOpts(measured, seconds)) };
   };
   const grpcDirect = async (key: string, label: string, method: PetMethod, request: object): Promise<Scenario> => {
     const frame = grpcFrame(await checkedRequest(pet.address, method, request));
-    const measured = pids(undefined, false);
+    const measured = pids(undefined, { pet: true, redis: false });
     const url = `http://${pet.address}${methodPath(method)}`;
     return { key, label, pids: measured, run: (seconds) => h2load({ url, frame }, loadOpts(measured, seconds)) };
   };

@@ -109,7 +109,7 @@ async function main(): Promise<number> {
       ...(only && { only }),
       ...(flags.compare && { compareRoot: path.resolve(flags.compare) }),
       goGateway: !smoke,
-      postgres: false,
+      postgres: !smoke,
     });
     cleanUp = built.cleanUp;
     const { scenarios, targets, notMeasured } = built;

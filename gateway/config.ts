@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { parseEnv, port } from "../lib/config.js";
 import { redisUrl } from "../lib/redis-client.js";
+import { GRPC_TARGET_FORMS, isGrpcTarget } from "./grpc-target.js";
 import type { Upstream } from "./upstreams.js";
 
 const positiveInt = (fallback: number, what: string) =>
@@ -15,9 +16,10 @@ const trustProxy = z
 export const GATEWAY_ENV = z.object({
   GATEWAY_HOST: z.string().default("0.0.0.0"),
   GATEWAY_PORT: port(8080),
+  /** A gRPC target: the pet service's replicas, balanced round robin (lib/grpc-target.ts). */
   PET_SERVICE_ADDR: z
     .string()
-    .regex(/^[^\s:]+:[0-9]{1,5}$|^unix:.+$/, "must be host:port")
+    .refine(isGrpcTarget, `must be a gRPC target: ${GRPC_TARGET_FORMS}`)
     .default("127.0.0.1:50051"),
   PET_SERVICE_TIMEOUT_MS: positiveInt(2000, "a positive number of milliseconds"),
   REDIS_URL: redisUrl.optional(),

@@ -11,8 +11,8 @@ import type { Outage } from "./limiter/fallback-store.js";
 import type { Clock, LimiterStore } from "./limiter/limiter.js";
 import { ANONYMOUS_WINDOWS } from "./limiter/plans.js";
 import { createGatewayMetrics, type GatewayMetrics } from "./metrics.js";
-import { createPetClient } from "./pet-client.js";
-import { notReadyReasons, petServiceHealth, type ReadinessCheck } from "./readiness.js";
+import { createPetClient, PET_SERVICE_CHANNEL_OPTIONS } from "./pet-client.js";
+import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./readiness.js";
 
 export interface GatewayOptions {
   clock: Clock;
@@ -53,8 +53,16 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
       logger,
       metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
     });
-  const pets = createPetClient({ address: config.PET_SERVICE_ADDR, timeoutMs: config.PET_SERVICE_TIMEOUT_MS, latency: metrics.grpcDuration });
-  const petHealth = petServiceHealth(config.PET_SERVICE_ADDR);
+  const pets = createPetClient({
+    address: config.PET_SERVICE_ADDR,
+    timeoutMs: config.PET_SERVICE_TIMEOUT_MS,
+    latency: metrics.grpcDuration,
+    retries: metrics.grpcRetries,
+  });
+  const petHealth = petServiceHealth(config.PET_SERVICE_ADDR, {
+    channelOptions: PET_SERVICE_CHANNEL_OPTIONS,
+    explain: () => storageFaultOf(pets),
+  });
   metrics.probePetService(async () => (await petHealth()) === undefined);
 
   let stopping = false;

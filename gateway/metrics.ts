@@ -12,6 +12,7 @@ export interface GatewayMetrics {
   redisFaults: Counter;
   limiterFallback: Gauge;
   grpcDuration: Histogram<"method" | "code">;
+  grpcRetries: Counter<"method">;
   /** 1 while the pet service answers this gateway's grpc.health check with SERVING, else 0; asked at each scrape. */
   petServiceServing: Gauge;
   /** Sets the check petServiceServing runs at scrape time (createGateway: the readiness health check). */
@@ -61,6 +62,12 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
       help: "Calls to the pet service by RPC method and gRPC status code.",
       labelNames: ["method", "code"],
       buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    grpcRetries: new Counter({
+      name: "gateway_grpc_client_retries_total",
+      help: "Calls to the pet service tried again on another replica after UNAVAILABLE, by RPC method.",
+      labelNames: ["method"],
       registers,
     }),
     // Asked when scraped rather than kept up to date: fresh whatever the probe interval, and no

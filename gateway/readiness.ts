@@ -1,6 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
+import { errorInfoOf, PETSTORE_ERROR_DOMAIN } from "../lib/grpc-status-details.js";
 import { PET_SERVICE_NAME } from "../proto/load.js";
+import { isGrpcError, type PetClient } from "./pet-client.js";
 
 /** A readiness probe part: resolves to the reason it is not ready, or undefined when it is. */
 export type ReadinessCheck = () => Promise<string | undefined>;
@@ -13,9 +15,37 @@ export async function notReadyReasons(checks: readonly ReadinessCheck[]): Promis
 
 const HealthClient = grpc.makeClientConstructor(healthService, "grpc.health.v1.Health");
 
+/** The pet service's google.rpc.ErrorInfo reason for "its storage cannot serve now" (pet-service/grpc-errors.ts). */
+const STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE";
+
+/**
+ * Why the pet service cannot serve, in its own words: one cheap call (ListPets of one pet) whose
+ * UNAVAILABLE answer names the storage fault, e.g. "database unreachable". Undefined when the
+ * call succeeds or fails otherwise.
+ */
+export async function storageFaultOf(pets: Pick<PetClient, "listPets">): Promise<string | undefined> {
+  try {
+    await pets.listPets({ limit: 1 }, { requestId: "readyz" });
+    return undefined;
+  } catch (err) {
+    const info = isGrpcError(err) ? errorInfoOf(err) : undefined;
+    const fault = info?.domain === PETSTORE_ERROR_DOMAIN && info.reason === STORAGE_UNAVAILABLE ? info.metadata?.fault : undefined;
+    return fault && `database ${fault.replace("_", " ")}`;
+  }
+}
+
+export interface PetServiceHealthOptions {
+  timeoutMs?: number;
+  /** Asked when the pet service is not SERVING: why (see storageFaultOf). */
+  explain?: () => Promise<string | undefined>;
+  /** The channel's options (the same target syntax and balancing as the PetService client). */
+  channelOptions?: grpc.ChannelOptions;
+}
+
 /** grpc.health.v1 Check of the pet service, with its own short deadline. */
-export function petServiceHealth(address: string, timeoutMs = 500): ReadinessCheck & { close(): void } {
-  const client = new HealthClient(address, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
+export function petServiceHealth(address: string, opts: PetServiceHealthOptions = {}): ReadinessCheck & { close(): void } {
+  const { timeoutMs = 500, explain, channelOptions } = opts;
+  const client = new HealthClient(address, grpc.credentials.createInsecure(), channelOptions) as unknown as grpc.Client & {
     check(req: { service: string }, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: { status: string }) => void): void;
   };
   const check = () =>
@@ -23,7 +53,9 @@ export function petServiceHealth(address: string, timeoutMs = 500): ReadinessChe
       const request = { service: PET_SERVICE_NAME };
       client.check(request, { deadline: Date.now() + timeoutMs }, (err, res) => {
         if (err) resolve(`pet service unreachable (${grpc.status[err.code]})`);
-        else resolve(res.status === "SERVING" ? undefined : `pet service ${res.status}`);
+        else if (res.status === "SERVING") resolve(undefined);
+        else if (!explain) resolve(`pet service ${res.status}`);
+        else void explain().then((why) => resolve(`pet service ${res.status}${why ? `: ${why}` : ""}`));
       });
     });
   return Object.assign(check, { close: () => client.close() });

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Request } from "express";
 import type { PetClient } from "./pet-client.js";
 import { ApiError } from "./errors.js";
@@ -31,6 +32,12 @@ export interface Route {
   deprecation?: Deprecation;
   handle(req: Request, ctx: RouteContext): Promise<RouteResult>;
 }
+
+/**
+ * The request_id of a create sent without Idempotency-Key: outside the `<api key id>:` space of
+ * clients' keys ("@" is no key id character), random, so it names this one HTTP request only.
+ */
+export const GENERATED_REQUEST_ID_PREFIX = "@gateway:";
 
 /** On a createPet answered from an earlier request with the same Idempotency-Key (a common convention). */
 export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
@@ -69,12 +76,15 @@ export const ROUTES: readonly Route[] = [
     async handle(req, ctx) {
       const key = idempotencyKey(req);
       const request = toCreatePetRequest(jsonBody(req));
-      // Scoped to the caller's API key: two clients that pick the same key never see each other's pets.
-      if (key !== undefined) request.requestId = `${ctx.keyId}:${key}`;
+      // Every create carries a request_id, so the gateway's retry of it on another replica can
+      // never add the animal twice: the client's key scoped to its API key (two clients that pick
+      // the same key never see each other's pets), or else one made here for this request alone.
+      request.requestId = key === undefined ? `${GENERATED_REQUEST_ID_PREFIX}${randomUUID()}` : `${ctx.keyId}:${key}`;
       const { pet, replayed } = await ctx.pets.createPet(request, ctx);
-      // A retry under the same Idempotency-Key gets the original 201 again, marked as a replay.
+      // A retry under the client's Idempotency-Key gets the original 201 again, marked as a replay;
+      // a replay of the gateway's own retry is the first answer the client sees.
       const headers: Record<string, string> = { Location: `/v1/pets/${pet.id}` };
-      if (replayed) headers[IDEMPOTENT_REPLAYED_HEADER] = "true";
+      if (replayed && key !== undefined) headers[IDEMPOTENT_REPLAYED_HEADER] = "true";
       return { status: 201, body: petJson(pet), headers };
     },
   },

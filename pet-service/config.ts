@@ -1,5 +1,9 @@
 import { z } from "zod";
 import { parseEnv, port } from "../lib/config.js";
+import { DEFAULT_POOL_SIZE } from "./store/postgres-pet-store.js";
+
+/** A URL scheme (`mysql://`, `file://`, …): only postgres:// and postgresql:// name a database; anything else is a file path. */
+const OTHER_URL = /^(?!postgres(?:ql)?:\/\/)[a-z][a-z0-9+.-]*:\/\//i;
 
 /** The pet service's variables (exported so tests/unit/deploy checks the manifests against it). */
 export const PET_SERVICE_ENV = z
@@ -9,8 +13,21 @@ export const PET_SERVICE_ENV = z
       .union([z.ipv4(), z.ipv6(), z.hostname()], { error: "must be an IP address or a host name" })
       .default("127.0.0.1"),
     PET_SERVICE_PORT: port(50051),
-    /** SQLite file; it, its directory and the schema are created on first start. */
-    PETS_DB: z.string().default("data/pets.sqlite"),
+    /**
+     * A SQLite file (it, its directory and the schema are created on first start; one replica), or
+     * a PostgreSQL URL, postgres://user:password@host:5432/database (any number of replicas).
+     */
+    PETS_DB: z
+      .string()
+      .refine((v) => !OTHER_URL.test(v), "must be a SQLite file path or a postgres:// (postgresql://) URL")
+      .default("data/pets.sqlite"),
+    /** PostgreSQL only: connections per replica, at most. Size it so replicas × this stays under the server's max_connections. */
+    PETS_DB_POOL_SIZE: z.coerce
+      .number({ error: "must be an integer 1..1000" })
+      .int("must be an integer 1..1000")
+      .min(1, "must be an integer 1..1000")
+      .max(1000, "must be an integer 1..1000")
+      .default(DEFAULT_POOL_SIZE),
     /** HTTP port for GET /metrics (Prometheus) and GET /healthz; unset = no HTTP listener. */
     METRICS_PORT: port(0).unwrap().optional(),
   })
@@ -22,7 +39,10 @@ export const PET_SERVICE_ENV = z
 export interface PetServiceConfig {
   host: string;
   port: number;
-  dbPath: string;
+  /** PETS_DB: a SQLite file path or a postgres:// URL (pet-service/store/open-store.ts). */
+  petsDb: string;
+  /** PostgreSQL pool size (PETS_DB_POOL_SIZE). */
+  poolSize: number;
   /** Absent when METRICS_PORT is unset: no HTTP listener at all. 0 picks a free port. */
   metricsPort?: number;
 }
@@ -33,7 +53,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<PetServiceConfig> {
   return Object.freeze({
     host: parsed.PET_SERVICE_HOST,
     port: parsed.PET_SERVICE_PORT,
-    dbPath: parsed.PETS_DB,
+    petsDb: parsed.PETS_DB,
+    poolSize: parsed.PETS_DB_POOL_SIZE,
     ...(parsed.METRICS_PORT !== undefined && { metricsPort: parsed.METRICS_PORT }),
   });
 }

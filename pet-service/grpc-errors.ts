@@ -53,23 +53,42 @@ export function idempotencyKeyReused(ttlHours: number): RpcError {
 /** google.rpc.ErrorInfo reason (domain petstore.v1) of a call the storage could not serve now. */
 export const STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE";
 
-/** How long a client is advised (google.rpc.RetryInfo) to wait after a storage fault. */
-export const STORAGE_RETRY_DELAY_MS = 5_000;
+/**
+ * How long a client is advised (google.rpc.RetryInfo, the gateway's Retry-After) to wait after a
+ * storage fault: an unreachable database is usually a restart or a failover, back within
+ * seconds; a full or read-only disk, a failing device or a long-held lock wait for an operator.
+ */
+export const STORAGE_RETRY_DELAY_MS: Readonly<Record<StorageFault, number>> = {
+  unreachable: 2_000,
+  busy: 5_000,
+  disk_full: 5_000,
+  read_only: 5_000,
+  io_error: 5_000,
+};
+
+const FAULT_MESSAGES: Readonly<Record<StorageFault, string>> = {
+  unreachable: "the database cannot be reached",
+  busy: "the database is locked by another writer",
+  disk_full: "the database's disk is full",
+  read_only: "the database is read-only",
+  io_error: "the database's storage is failing",
+};
 
 /**
- * The storage cannot serve the call now (disk full, read-only, database unreachable, …):
- * UNAVAILABLE, which says a retry may succeed, with the fault in ErrorInfo metadata and the
- * advised wait in RetryInfo (the gateway's Retry-After). Nothing of the storage's own message.
+ * The storage cannot serve the call now (StorageUnavailableError): UNAVAILABLE, which says a
+ * retry may succeed (the gateway answers 503 service_unavailable), with the fault in ErrorInfo
+ * metadata (the gateway's /readyz names it) and the advised wait in RetryInfo (the gateway's
+ * Retry-After). Nothing of the driver's own message.
  */
 export function storageUnavailable(fault: StorageFault): RpcError {
   const code = grpc.status.UNAVAILABLE;
-  const message = "storage temporarily unavailable; retry later";
+  const message = `storage unavailable: ${FAULT_MESSAGES[fault]}; retry later`;
   return new RpcError(
     code,
     message,
     statusDetailsMetadata(code, message, {
       errorInfo: { reason: STORAGE_UNAVAILABLE, domain: PETSTORE_ERROR_DOMAIN, metadata: { fault } },
-      retryDelayMs: STORAGE_RETRY_DELAY_MS,
+      retryDelayMs: STORAGE_RETRY_DELAY_MS[fault],
     }),
   );
 }

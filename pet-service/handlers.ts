@@ -108,7 +108,7 @@ function unaryHandler<Req, Res>(
           callback(err);
         } else if (err instanceof StorageUnavailableError) {
           countStorageFault?.(err.fault);
-          logger.warn({ requestId, code: "UNAVAILABLE", fault: err.fault, err: err.cause, ms: finish("UNAVAILABLE") }, "rpc failed: storage unavailable");
+          logger.warn({ requestId, code: "UNAVAILABLE", fault: err.fault, err: err.cause, ms: finish("UNAVAILABLE") }, "rpc refused: storage unavailable");
           callback(storageUnavailable(err.fault));
         } else {
           logger.error({ requestId, code: "INTERNAL", err, ms: finish("INTERNAL") }, "rpc failed");

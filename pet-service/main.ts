@@ -1,4 +1,3 @@
-import path from "node:path";
 import { format } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import { ConfigError, runMain } from "../lib/config.js";
@@ -7,7 +6,7 @@ import { loadConfig } from "./config.js";
 import { createPetServiceMetrics } from "./metrics.js";
 import { listenMetrics, type MetricsServer } from "./metrics-server.js";
 import { createServer } from "./server.js";
-import { SqlitePetStore } from "./store/sqlite-pet-store.js";
+import { describePetsDb, openPetStore } from "./store/open-store.js";
 
 /** Backstop should closing the database hang after the drain: still gone before Kubernetes' SIGKILL. */
 const HARD_EXIT_MS = 9_500;
@@ -27,8 +26,10 @@ await runMain(async () => {
   const metrics = config.metricsPort === undefined ? undefined : createPetServiceMetrics({ defaultMetrics: true });
 
   // Start-up failures that a setting can fix are reported like bad values: one line naming it.
-  const store = await SqlitePetStore.open(config.dbPath, { metrics }).catch((err: unknown) => {
-    throw new ConfigError("PETS_DB", `cannot be opened (got ${JSON.stringify(config.dbPath)}): ${messageOf(err)}`);
+  // An unreachable database at start is one too: the orchestrator restarts the process.
+  const petsDb = describePetsDb(config.petsDb);
+  const store = await openPetStore(config.petsDb, { metrics, logger, poolSize: config.poolSize }).catch((err: unknown) => {
+    throw new ConfigError("PETS_DB", `cannot be opened (got ${JSON.stringify(petsDb)}): ${messageOf(err)}`);
   });
   const pet = createServer({ store, logger, metrics });
   const port = await pet.listen(config.host, config.port).catch(async (err: unknown) => {
@@ -50,13 +51,21 @@ await runMain(async () => {
       },
     );
   }
+  // Once everything listens (a start that fails prints nothing on stdout).
+  const { schema } = store;
+  logger.info(
+    { petsDb, schemaVersion: schema.version, appliedMigrations: schema.applied, ...(schema.baselined && { baselined: true }) },
+    schema.applied.length === 0
+      ? `database schema at version ${schema.version}`
+      : `database schema migrated to version ${schema.version}${schema.baselined ? " (a database made before versioned migrations, baselined at version 1)" : ""}`,
+  );
   logger.info(
     {
       address: `${config.host}:${port}`,
       host: config.host,
       port,
       ...(metricsServer && { metricsPort: metricsServer.port }),
-      dbPath: path.resolve(config.dbPath),
+      petsDb,
     },
     "pet-service listening",
   );
@@ -92,5 +101,7 @@ await runMain(async () => {
 });
 
 function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  // A host name with several addresses fails with an AggregateError whose own message is empty.
+  if (err instanceof AggregateError && !err.message) return messageOf(err.errors[0]);
+  return err instanceof Error ? err.message || String((err as { code?: unknown }).code ?? err.name) : String(err);
 }

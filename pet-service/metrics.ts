@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 /**
  * The pet service's Prometheus metrics, on a registry of their own (not prom-client's global
@@ -16,11 +16,27 @@ export interface PetServiceMetrics {
   sqliteWritesPerCommit: Histogram;
   /** Calls answered UNAVAILABLE because the storage could not serve them, by fault (STORAGE_FAULTS). */
   storageFaults: Counter<"fault">;
+  /** Each PostgreSQL statement by a fixed query name (POSTGRES_QUERIES), never by its SQL text. */
+  postgresQueryDuration: Histogram<"query">;
+  /** Connections of the PostgreSQL pool by state (total, idle, and callers waiting for one), read at scrape time. */
+  postgresPoolConnections: Gauge<"state">;
+  /** Names the pool the gauge above reads (PostgresPetStore calls it at open). */
+  observePostgresPool(read: () => PoolCounts): void;
+}
+
+export interface PoolCounts {
+  total: number;
+  idle: number;
+  waiting: number;
 }
 
 /** The `query` label values: one per prepared statement of SqlitePetStore. */
 export const SQLITE_QUERIES = ["insert_pet", "get_pet", "list_pets", "list_pets_by_status"] as const;
 export type SqliteQuery = (typeof SQLITE_QUERIES)[number];
+
+/** The `query` label values of PostgresPetStore: the SQLite names, plus the idempotent create's two. */
+export const POSTGRES_QUERIES = ["insert_pet", "insert_pet_once", "find_idempotency_key", "get_pet", "list_pets", "list_pets_by_status", "ping"] as const;
+export type PostgresQuery = (typeof POSTGRES_QUERIES)[number];
 
 /** The gateway's buckets (gateway/metrics.ts), so the two processes' latencies compare directly. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -30,6 +46,7 @@ export function createPetServiceMetrics(opts: { defaultMetrics?: boolean } = {})
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  let readPool: (() => PoolCounts) | undefined;
   return {
     registry,
     grpcHandled: new Counter({
@@ -64,5 +81,26 @@ export function createPetServiceMetrics(opts: { defaultMetrics?: boolean } = {})
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
       registers,
     }),
+    postgresQueryDuration: new Histogram({
+      name: "pet_service_postgres_query_duration_seconds",
+      help: "PostgreSQL statement latency including the wait for a pool connection, by query name.",
+      labelNames: ["query"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    postgresPoolConnections: new Gauge({
+      name: "pet_service_postgres_pool_connections",
+      help: "PostgreSQL pool: open connections (total), idle ones, and calls waiting for one (waiting).",
+      labelNames: ["state"],
+      registers,
+      collect() {
+        const counts = readPool?.();
+        if (!counts) return;
+        for (const state of ["total", "idle", "waiting"] as const) this.set({ state }, counts[state]);
+      },
+    }),
+    observePostgresPool(read) {
+      readPool = read;
+    },
   };
 }

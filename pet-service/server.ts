@@ -6,6 +6,7 @@ import { HealthImplementation, protoPath as healthProtoPath } from "grpc-health-
 import type { Logger } from "../lib/logger.js";
 import { LOADER_OPTIONS, loadPetServiceDefinition, PET_SERVICE_NAME, withGeneratedCodecs } from "../proto/load.js";
 import { petServiceHandlers, type HandlerDeps } from "./handlers.js";
+import { createStorageHealth, type StorageHealth } from "./storage-health.js";
 import type { PetStore } from "./store/pet-store.js";
 
 export interface PetServerDeps {
@@ -17,15 +18,19 @@ export interface PetServerDeps {
   clock?: HandlerDeps["clock"];
   /** How long shutdown() lets in-flight calls run before cancelling them. */
   shutdownGraceMs?: number;
+  /** Ping intervals of the database while it answers / while it does not (storage-health.ts). */
+  storageHealth?: { upIntervalMs?: number; downIntervalMs?: number };
 }
 
 export interface PetServer {
   server: grpc.Server;
   health: HealthImplementation;
+  /** Whether the database serves; petstore.v1.PetService health follows it while listening. */
+  storage: StorageHealth;
   /** Binds host:port (port 0 picks a free port) and resolves with the bound port. */
   listen(host: string, port: number): Promise<number>;
   /**
-   * Health NOT_SERVING, no new calls or connections, in-flight calls finish; whatever is still
+   * Stops following the database; health NOT_SERVING, no new calls or connections, in-flight calls finish; whatever is still
    * running after the grace period is cancelled. Resolves when the server is down. Idempotent.
    * The store is the caller's: close it afterwards.
    */
@@ -40,11 +45,28 @@ const DEFAULT_SHUTDOWN_GRACE_MS = 8_000;
 export function createServer(deps: PetServerDeps): PetServer {
   const { logger, shutdownGraceMs = DEFAULT_SHUTDOWN_GRACE_MS } = deps;
   const definition = loadPetServiceDefinition();
-  // No channelz bookkeeping (per-call counters and timestamps): nothing reads it, every call pays for it.
-  const server = new grpc.Server({ "grpc.enable_channelz": 0 });
-  server.addService(withGeneratedCodecs(definition)[PET_SERVICE_NAME] as grpc.ServiceDefinition, petServiceHandlers(deps));
-
+  // No channelz bookkeeping (per-call counters and timestamps): nothing reads it, every call pays
+  // for it. Connections are closed (GOAWAY, in-flight calls finish) after 5 minutes: clients then
+  // resolve the name again, so replicas added behind a headless Service get traffic.
+  const server = new grpc.Server({
+    "grpc.enable_channelz": 0,
+    "grpc.max_connection_age_ms": 5 * 60_000,
+    "grpc.max_connection_age_grace_ms": 30_000,
+  });
   const health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((s) => [s, "SERVING"])));
+  // Only the PetService status follows the database: "" is liveness (the process answers), and a
+  // database outage must not make Kubernetes restart every replica.
+  const storage = createStorageHealth({
+    store: deps.store,
+    logger,
+    onChange: (serving) => health.setStatus(PET_SERVICE_NAME, serving ? "SERVING" : "NOT_SERVING"),
+    ...deps.storageHealth,
+  });
+  server.addService(
+    withGeneratedCodecs(definition)[PET_SERVICE_NAME] as grpc.ServiceDefinition,
+    petServiceHandlers({ ...deps, store: storage.guard(deps.store) }),
+  );
+
   health.addToServer(server);
   new ReflectionService({ ...definition, ...loadHealthDefinition() }).addToServer(server);
 
@@ -52,8 +74,10 @@ export function createServer(deps: PetServerDeps): PetServer {
   return {
     server,
     health,
+    storage,
     listen: (host, port) =>
       new Promise((resolve, reject) => {
+        storage.start();
         // IPv6 literals need brackets in a gRPC target.
         const target = host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
         server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, bound) =>
@@ -62,6 +86,7 @@ export function createServer(deps: PetServerDeps): PetServer {
       }),
     shutdown: () =>
       (stopped ??= new Promise((resolve) => {
+        storage.stop();
         for (const service of HEALTH_SERVICES) health.setStatus(service, "NOT_SERVING");
         const force = setTimeout(() => {
           logger.warn({ graceMs: shutdownGraceMs }, "calls still running after the grace period; cancelling them");

@@ -1,3 +1,5 @@
+import type { SchemaReport } from "./migrations.js";
+
 /**
  * The pet service's storage contract and its domain types. int64 values are bigints so ids and
  * category ids stay exact over the whole int64 range; the gRPC layer maps them to proto shapes.
@@ -89,6 +91,13 @@ export interface PetStore {
    */
   readonly pageTokenSecret: Buffer;
   get(id: bigint): Promise<Pet | undefined>;
+  /**
+   * One cheap round trip to the database; rejects with StorageUnavailableError (`unreachable`) while it cannot be
+   * reached. The pet service's health follows it (pet-service/storage-health.ts).
+   */
+  ping(): Promise<void>;
+  /** The schema version the database is at, and what opening it applied (logged at start). */
+  readonly schema: SchemaReport;
   /** Lets pending operations finish, then releases the storage. Idempotent. */
   close(): Promise<void>;
 }

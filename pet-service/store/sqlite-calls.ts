@@ -5,9 +5,10 @@ import sqlite3 from "sqlite3";
 /** Waits this long for another connection's lock (a backup, an operator's shell) instead of failing at once. */
 const BUSY_TIMEOUT_MS = 5_000;
 
-export async function openDatabase(file: string): Promise<sqlite3.Database> {
+/** Opens `file`, creating it when missing unless `mode` says otherwise (sqlite3.OPEN_READONLY, …). */
+export async function openDatabase(file: string, mode = sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE | sqlite3.OPEN_FULLMUTEX): Promise<sqlite3.Database> {
   const db = await new Promise<sqlite3.Database>((resolve, reject) => {
-    const opened: sqlite3.Database = new sqlite3.Database(file, (err) => (err ? reject(err) : resolve(opened)));
+    const opened: sqlite3.Database = new sqlite3.Database(file, mode, (err) => (err ? reject(err) : resolve(opened)));
   });
   db.configure("busyTimeout", BUSY_TIMEOUT_MS);
   return db;
@@ -33,4 +34,9 @@ export function prepare(db: sqlite3.Database, sql: string): Promise<sqlite3.Stat
   return new Promise((resolve, reject) => {
     const statement = db.prepare(sql, (err) => (err ? reject(err) : resolve(statement)));
   });
+}
+
+/** Runs a prepared statement to completion (all, not get: get would leave it mid-way); its rows. */
+export function allPrepared<T>(statement: sqlite3.Statement, params: unknown[] = []): Promise<T[]> {
+  return new Promise((resolve, reject) => statement.all<T>(params, (err, rows) => (err ? reject(err) : resolve(rows))));
 }

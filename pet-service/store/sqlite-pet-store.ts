@@ -4,8 +4,10 @@ import type sqlite3 from "sqlite3";
 import type { PetServiceMetrics, SqliteQuery } from "../metrics.js";
 import type { CreateOnceResult, IdempotencyKey, ListQuery, NewPet, Pet, PetStatus, PetStore } from "./pet-store.js";
 import { all, closeDatabase, exec, openDatabase, prepare, run } from "./sqlite-calls.js";
+import type { SchemaReport } from "./migrations.js";
 import { toStorageError } from "./sqlite-faults.js";
-import { createOnceInTransaction, IDEMPOTENCY_SCHEMA } from "./sqlite-idempotency.js";
+import { createOnceInTransaction, IDEMPOTENCY_STATEMENTS, type IdempotencyStatements } from "./sqlite-idempotency.js";
+import { migrateSqlite } from "./sqlite-migrations.js";
 
 /**
  * WAL lets reads run beside the single writer. synchronous=FULL fsyncs the WAL on every commit,
@@ -16,22 +18,6 @@ import { createOnceInTransaction, IDEMPOTENCY_SCHEMA } from "./sqlite-idempotenc
 const PRAGMAS = `
   PRAGMA journal_mode = WAL;
   PRAGMA synchronous = FULL;
-`;
-
-/** AUTOINCREMENT: ids are never reused, even after the highest row is deleted. */
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS pets (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    name        TEXT    NOT NULL,
-    category_id INTEGER NOT NULL CHECK (category_id > 0),
-    status      TEXT    NOT NULL CHECK (status IN ('available', 'pending', 'sold'))
-  ) STRICT;
-  CREATE INDEX IF NOT EXISTS pets_by_status ON pets (status, id);
-  CREATE TABLE IF NOT EXISTS secrets (
-    name  TEXT PRIMARY KEY,
-    value BLOB NOT NULL
-  ) STRICT;
-  INSERT OR IGNORE INTO secrets (name, value) VALUES ('page_token', randomblob(32));
 `;
 
 /** Creates committed together in one transaction, at most (bounds a transaction's length). */
@@ -141,19 +127,25 @@ export class SqlitePetStore implements PetStore {
     private readonly writer: sqlite3.Database,
     private readonly reader: sqlite3.Database,
     private readonly statements: Statements,
+    private readonly idempotency: IdempotencyStatements,
     /** Label children bound once at open, so timing a query costs no label lookup. */
     private readonly timers: Partial<Record<QueryKey, Observer>>,
     private readonly batchSizes: Observer | undefined,
     readonly pageTokenSecret: Buffer,
+    readonly schema: SchemaReport,
   ) {}
 
-  /** Opens (creating the file, its directory and the schema when missing) the database at `file`. */
+  /**
+   * Opens the database at `file`, creating the file and its directory when missing, and brings
+   * its schema to the latest version (sqlite-migrations.ts).
+   */
   static async open(file: string, options: SqlitePetStoreOptions = {}): Promise<SqlitePetStore> {
     await mkdir(path.dirname(path.resolve(file)), { recursive: true });
     const writer = await openDatabase(file);
     let reader: sqlite3.Database | undefined;
     try {
-      await exec(writer, PRAGMAS + SCHEMA + IDEMPOTENCY_SCHEMA);
+      await exec(writer, PRAGMAS);
+      const schema = await migrateSqlite(writer);
       reader = await openDatabase(file);
       await exec(reader, "PRAGMA query_only = 1;");
       const entries = await Promise.all(
@@ -161,6 +153,9 @@ export class SqlitePetStore implements PetStore {
           const copies = key === "insert" ? [writer] : Array<sqlite3.Database>(READ_STATEMENT_COPIES).fill(reader!);
           return [key, await Promise.all(copies.map((db) => prepare(db, sql)))] as const;
         }),
+      );
+      const idempotency = await Promise.all(
+        Object.entries(IDEMPOTENCY_STATEMENTS).map(async ([key, sql]) => [key, await prepare(writer, sql)] as const),
       );
       const [secret] = await all<{ value: Buffer }>(reader, "SELECT value FROM secrets WHERE name = 'page_token'");
       const histogram = options.metrics?.sqliteQueryDuration;
@@ -172,9 +167,11 @@ export class SqlitePetStore implements PetStore {
         writer,
         reader,
         Object.fromEntries(entries) as Statements,
+        Object.fromEntries(idempotency) as IdempotencyStatements,
         timers,
         options.metrics?.sqliteWritesPerCommit,
         secret!.value,
+        schema,
       );
     } catch (err) {
       writer.close(() => {});
@@ -188,7 +185,7 @@ export class SqlitePetStore implements PetStore {
   }
 
   createOnce(pet: NewPet, key: IdempotencyKey): Promise<CreateOnceResult> {
-    return this.enqueue(() => createOnceInTransaction(this.writer, key, () => this.insert(pet))).catch(this.storageError);
+    return this.enqueue(() => createOnceInTransaction(this.idempotency, key, () => this.insert(pet))).catch(this.storageError);
   }
 
   async list({ limit, status, afterId = 0n }: ListQuery): Promise<Pet[]> {
@@ -203,6 +200,9 @@ export class SqlitePetStore implements PetStore {
     const [row] = await this.query("get", [String(id)]).catch(this.storageError);
     return row && toPet(row);
   }
+
+  /** A local file: reachable whenever the process runs (its write faults surface on the writes). */
+  async ping(): Promise<void> {}
 
   /** Rethrows a storage fault as StorageUnavailableError, anything else unchanged. */
   private readonly storageError = (err: unknown): never => {
@@ -221,9 +221,9 @@ export class SqlitePetStore implements PetStore {
       .then(() => this.flushing)
       .then(() =>
         Promise.all(
-          Object.values(this.statements)
-            .flat()
-            .map((s) => new Promise<void>((resolve) => s.finalize(() => resolve()))),
+          [...Object.values(this.statements).flat(), ...Object.values(this.idempotency)].map(
+            (s) => new Promise<void>((resolve) => s.finalize(() => resolve())),
+          ),
         ),
       )
       .then(() => Promise.all([closeDatabase(this.writer), closeDatabase(this.reader)]))

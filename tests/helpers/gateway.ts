@@ -73,7 +73,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   const gateway = await createGateway(config, {
     clock: opts.clock ?? Date.now,
-    logger: createLogger("gateway-test", "silent"),
+    logger: createLogger("gateway-test", process.env.LOG_LEVEL ?? "silent"),
     metrics,
     revocationPollMs: 100,
     ...(opts.limiter ? { limiter: typeof opts.limiter === "function" ? opts.limiter(metrics) : opts.limiter } : {}),
@@ -81,7 +81,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   const { app } = gateway;
   const server = await new Promise<Server>((resolve) => {
-    const s = createHttpServer(app, createLogger("gateway-test", "silent"), config).listen(0, "127.0.0.1", () => resolve(s));
+    const s = createHttpServer(app, createLogger("gateway-test", process.env.LOG_LEVEL ?? "silent"), config).listen(0, "127.0.0.1", () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
   return {

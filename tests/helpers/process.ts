@@ -21,9 +21,9 @@ export interface Launched {
  * Starts `entry` with `env` over this process's environment — never with the developer's or
  * CI's REDIS_URL, so a test only reaches the Redis it started.
  */
-export function launchTsx(entry: string, env: Record<string, string>): Launched {
+export function launchTsx(entry: string, env: Record<string, string>, args: string[] = []): Launched {
   const { REDIS_URL: _never, ...inherited } = process.env;
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+  const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
     cwd: REPO_ROOT,
     env: { ...inherited, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -91,7 +91,7 @@ describe("deploy/monitoring/prometheus.yml", () => {
 
     const config = parseYaml(await readFile(path.join(MONITORING, "prometheus.yml"), "utf8")) as {
       rule_files: string[];
-      scrape_configs: { job_name: string; static_configs: { targets: string[] }[] }[];
+      scrape_configs: { job_name: string; static_configs?: { targets: string[] }[]; dns_sd_configs?: { names: string[]; port: number }[] }[];
     };
     expect(config.rule_files).toEqual(["alerts.yaml"]);
     const compose = parseYaml(await readFile(path.join(ROOT, "deploy/compose.yaml"), "utf8"), { merge: true }) as {
@@ -102,7 +102,11 @@ describe("deploy/monitoring/prometheus.yml", () => {
       const env = compose.services[service]?.environment ?? {};
       return env.GATEWAY_PORT ?? env.METRICS_PORT;
     };
-    const targets = config.scrape_configs.flatMap((job) => job.static_configs.flatMap((c) => c.targets));
+    // Static targets, and DNS names (every replica of a compose service) with their port.
+    const targets = config.scrape_configs.flatMap((job) => [
+      ...(job.static_configs ?? []).flatMap((c) => c.targets),
+      ...(job.dns_sd_configs ?? []).flatMap((c) => c.names.map((name) => `${name}:${c.port}`)),
+    ]);
     expect(targets.length).toBe(3);
     for (const target of targets) {
       const [service, port] = target.split(":");

@@ -13,8 +13,8 @@ import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from
 // 500, and must find the restarted service by itself.
 
 const WORKERS = 16;
-/** Creates before the kill. */
-const UP_MS = 1_000;
+/** Acknowledged creates before the kill (however long a loaded machine takes to get there). */
+const UP_CREATES = 3 * WORKERS;
 /** How long the pet service stays down before it is started again (its start-up time adds to it). */
 const DOWN_MS = 1_000;
 /** Bound on the gateway's recovery after the pet service is SERVING again. */
@@ -110,7 +110,8 @@ it("keeps every acknowledged create across a SIGKILL of the pet service, and rec
 
   const running = Array.from({ length: WORKERS }, (_, w) => worker(w));
   try {
-    await new Promise((r) => setTimeout(r, UP_MS));
+    const upDeadline = Date.now() + 15_000;
+    while (outcomes.filter((o) => o.status === 201).length < UP_CREATES && Date.now() < upDeadline) await new Promise((r) => setTimeout(r, 20));
     phase = "down";
     await pets!.kill("SIGKILL");
     await new Promise((r) => setTimeout(r, DOWN_MS));

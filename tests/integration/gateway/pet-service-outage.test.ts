@@ -27,6 +27,12 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** gateway_grpc_client_retries_total{method="ListPets"} as /metrics shows it now. */
+async function listRetries(): Promise<number> {
+  const text = await (await fetch(`${gateway.url}/metrics`)).text();
+  return Number(/^gateway_grpc_client_retries_total\{method="ListPets"\} (\S+)$/m.exec(text)?.[1] ?? 0);
+}
+
 /** gateway_pet_service_serving as /metrics shows it now (the alert PetServiceNotServing reads it). */
 async function servingGauge(): Promise<string | undefined> {
   const text = await (await fetch(`${gateway.url}/metrics`)).text();
@@ -41,6 +47,7 @@ it("answers 503 service_unavailable while the pet service is down (gateway_pet_s
 
   await pets!.kill("SIGKILL");
   expect(await servingGauge()).toBe("0");
+  const retriesBefore = await listRetries();
   for (let i = 0; i < 5; i++) {
     const res = await list();
     expect(res.status).toBe(503);
@@ -49,6 +56,8 @@ it("answers 503 service_unavailable while the pet service is down (gateway_pet_s
     // Rate-limit headers are on errors too.
     expect(res.headers.get("x-ratelimit-limit")).not.toBeNull();
   }
+  // Each call was tried on the (only) address three times in all, then answered: bounded retries.
+  expect((await listRetries()) - retriesBefore).toBe(5 * 2);
 
   pets = await spawnPetService({ port, dbPath: path.join(dir, "pets.sqlite") });
   let status = 0;

@@ -52,7 +52,11 @@ function check(token: string): string {
 
 const TOKEN_LINE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\n$/;
 
-describe("keys CLI", () => {
+// Each test runs the CLI as a process several times (node + tsx start-up, about 1 s each when idle,
+// many seconds on a loaded machine): the timeout is a hang guard, not a speed bound.
+const CLI_TEST_TIMEOUT_MS = 90_000;
+
+describe("keys CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it("init creates the pair once (private key 0600) and is idempotent", async () => {
     const first = await ok(["init"]);
     expect(first).toMatch(/^created signing key pair \S+ in /);
@@ -177,7 +181,7 @@ describe("keys CLI", () => {
   });
 });
 
-describe("keys CLI revoke with REDIS_URL (a private redis-server)", () => {
+describe("keys CLI revoke with REDIS_URL (a private redis-server)", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   const redis = useRevocationRedis();
 
   it("sets the revocation key every gateway's limiter checks, with TTL = expiry + 60 s", async () => {

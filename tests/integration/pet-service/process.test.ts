@@ -3,6 +3,7 @@ import net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Pet } from "../../../proto/types.js";
+import { freePort } from "../../helpers/net.js";
 import {
   checkHealth,
   petClient,
@@ -60,6 +61,15 @@ describe("start-up failures: exit 1 with one line naming the variable", () => {
     const { code, stderr } = await runPetServiceToExit({ PETS_DB: `${file}/pets.sqlite` });
     expect(code).toBe(1);
     expect(stderr).toMatch(/^invalid configuration: PETS_DB cannot be opened [^\n]+\n$/);
+  });
+
+  it("a PostgreSQL PETS_DB nobody answers at: one line naming it, the password masked", async () => {
+    const port = await freePort();
+    const { code, stdout, stderr } = await runPetServiceToExit({ PETS_DB: `postgres://pets:s3cret@127.0.0.1:${port}/pets` });
+    expect(code).toBe(1);
+    expect(stdout).toBe("");
+    expect(stderr).toMatch(new RegExp(`^invalid configuration: PETS_DB cannot be opened \\(got "postgres://pets:\\*\\*\\*@127\\.0\\.0\\.1:${port}/pets"\\): [^\\n]*ECONNREFUSED[^\\n]*\\n$`));
+    expect(stderr).not.toContain("s3cret");
   });
 
   it("PET_SERVICE_PORT already in use", async () => {

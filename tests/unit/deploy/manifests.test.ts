@@ -7,18 +7,19 @@
  * plausible mistake (a misspelt variable, a wrong port, a probe on the wrong path, a selector
  * that misses the pods...) is caught.
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation, type ServingStatus } from "grpc-health-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseAllDocuments } from "yaml";
+import { parse as parseYaml, parseAllDocuments } from "yaml";
 import { KEY_ID_PATTERN, privateKeyDir, publicKeyPath, revokedFilePath } from "../../../lib/api-key-format.js";
 import { GATEWAY_ENV } from "../../../gateway/config.js";
 import { DOCS_PATH } from "../../../gateway/docs.js";
 import { parseRedisUrl } from "../../../lib/redis-client.js";
+import { isPostgresUrl } from "../../../pet-service/store/open-store.js";
 import { PET_SERVICE_NAME } from "../../../proto/load.js";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -179,6 +180,7 @@ interface Volume {
 }
 interface PodSpec {
   containers: Container[];
+  topologySpreadConstraints?: unknown[];
   volumes?: Volume[];
   enableServiceLinks?: boolean;
   terminationGracePeriodSeconds?: number;
@@ -192,7 +194,8 @@ interface K8sObject {
   stringData?: Record<string, string>;
   spec?: {
     replicas?: number;
-    strategy?: { type?: string };
+    strategy?: { type?: string; rollingUpdate?: { maxUnavailable?: number | string; maxSurge?: number | string } };
+    clusterIP?: string;
     selector?: Labels & { matchLabels?: Labels };
     template?: { metadata: { labels?: Labels; annotations?: Record<string, string> }; spec: PodSpec };
     ports?: { name?: string; port: number; targetPort?: number | string }[];
@@ -217,25 +220,89 @@ function parseYamlFile(file: string): unknown[] {
   });
 }
 
-interface Manifests {
-  objects: K8sObject[];
-  kustomization: { resources: string[] };
-  files: string[];
+/** The two ways to deploy the pet service: kustomize overlays of deploy/k8s/base. */
+const VARIANTS = ["postgres", "sqlite"] as const;
+type Variant = (typeof VARIANTS)[number];
+
+interface KustomizationFile {
+  resources?: string[];
+  patches?: { target: { kind: string; name: string }; patch: string }[];
+  images?: { name: string; newName?: string; newTag?: string }[];
 }
 
-function loadManifests(): Manifests {
-  const files = readdirSync(K8S).filter((f) => /\.ya?ml$/.test(f)).sort();
+interface Manifests {
+  variant: Variant;
+  /** The rendered objects, and the Secrets of secrets.example.yaml (created by the operator). */
+  objects: K8sObject[];
+  /** Each kustomization directory used (relative to deploy/k8s), its resources and its YAML files. */
+  dirs: { dir: string; resources: string[]; files: string[] }[];
+}
+
+/** A JSON pointer's steps (RFC 6901). */
+const pointer = (p: string) => p.split("/").slice(1).map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+
+/** The add / replace / remove operations of a JSON patch (RFC 6902), as kustomize's patches use them. */
+function applyJsonPatch(target: object, ops: { op: string; path: string; value?: unknown }[]): void {
+  for (const { op, path: at, value } of ops) {
+    const steps = pointer(at);
+    const last = steps.pop()!;
+    let parent = target as Record<string, unknown>;
+    for (const step of steps) {
+      parent = parent[step] as Record<string, unknown>;
+      if (parent === undefined) throw new Error(`patch ${op} ${at}: no such path`);
+    }
+    if (Array.isArray(parent)) {
+      const i = last === "-" ? parent.length : Number(last);
+      if (op === "add") parent.splice(i, 0, structuredClone(value));
+      else if (op === "replace") parent[i] = structuredClone(value);
+      else if (op === "remove") parent.splice(i, 1);
+      else throw new Error(`patch op ${op} is not supported here`);
+    } else if (op === "add" || op === "replace") parent[last] = structuredClone(value);
+    else if (op === "remove") delete parent[last];
+    else throw new Error(`patch op ${op} is not supported here`);
+  }
+}
+
+/**
+ * What `kubectl kustomize <dir>` renders, for the features our kustomizations use: resources
+ * (files and directories), JSON 6902 patches by kind and name, image tags. A test below compares
+ * it with kubectl's own rendering where kubectl is installed.
+ */
+function renderKustomization(dir: string, dirs: Manifests["dirs"] = []): { objects: K8sObject[]; dirs: Manifests["dirs"] } {
+  const k = parseYamlFile(path.join(dir, "kustomization.yaml"))[0] as KustomizationFile;
   const objects: K8sObject[] = [];
-  let kustomization: Manifests["kustomization"] = { resources: [] };
-  for (const file of files) {
-    for (const doc of parseYamlFile(path.join(K8S, file))) {
-      if (doc === null || doc === undefined) continue;
-      const o = doc as K8sObject;
-      if (o.kind === "Kustomization") kustomization = doc as Manifests["kustomization"];
-      else objects.push({ ...o, file });
+  dirs.push({
+    dir: path.relative(K8S, dir),
+    resources: k.resources ?? [],
+    files: readdirSync(dir).filter((f) => /\.ya?ml$/.test(f) && f !== "kustomization.yaml").sort(),
+  });
+  for (const resource of k.resources ?? []) {
+    const at = path.join(dir, resource);
+    if (statSync(at).isDirectory()) objects.push(...renderKustomization(at, dirs).objects);
+    else for (const doc of parseYamlFile(at)) if (doc) objects.push({ ...(doc as K8sObject), file: path.relative(K8S, at) });
+  }
+  for (const { target, patch } of k.patches ?? []) {
+    const object = objects.find((o) => o.kind === target.kind && o.metadata.name === target.name);
+    if (!object) throw new Error(`${path.relative(ROOT, dir)}: patch target ${target.kind}/${target.name} not found`);
+    applyJsonPatch(object, parseYaml(patch) as { op: string; path: string; value?: unknown }[]);
+  }
+  for (const image of k.images ?? []) {
+    for (const o of objects) {
+      for (const c of o.spec?.template?.spec.containers ?? []) {
+        const [name, tag] = (c.image ?? "").split(":");
+        if (name === image.name) c.image = `${image.newName ?? name}:${image.newTag ?? tag}`;
+      }
     }
   }
-  return { objects, kustomization, files };
+  return { objects, dirs };
+}
+
+function loadManifests(variant: Variant): Manifests {
+  const { objects, dirs } = renderKustomization(path.join(K8S, variant));
+  const secrets = parseYamlFile(path.join(K8S, "secrets.example.yaml"))
+    .filter(Boolean)
+    .map((doc) => ({ ...(doc as K8sObject), file: "secrets.example.yaml" }));
+  return { variant, objects: [...objects, ...secrets], dirs };
 }
 
 const clone = <T>(v: T): T => structuredClone(v);
@@ -283,11 +350,11 @@ function workload(m: Manifests, facts: ProcessFacts) {
 type Check<T> = (input: T) => string[];
 
 const k8sChecks: Record<string, Check<Manifests>> = {
-  "every object is namespace-agnostic, and the kustomization lists every manifest but the secrets template": (m) => {
+  "every object is namespace-agnostic, and each kustomization lists every manifest beside it": (m) => {
     const problems = m.objects.filter((o) => o.metadata.namespace).map((o) => `${o.kind}/${o.metadata.name} sets a namespace`);
-    const expected = m.files.filter((f) => f !== "kustomization.yaml" && !f.includes(".example.")).sort();
-    if (JSON.stringify([...m.kustomization.resources].sort()) !== JSON.stringify(expected)) {
-      problems.push(`kustomization resources ${JSON.stringify(m.kustomization.resources)} ≠ ${JSON.stringify(expected)}`);
+    for (const { dir, resources, files } of m.dirs) {
+      const listed = resources.filter((r) => /\.ya?ml$/.test(r)).sort();
+      if (JSON.stringify(listed) !== JSON.stringify(files)) problems.push(`${dir}/kustomization.yaml resources ${JSON.stringify(listed)} ≠ ${JSON.stringify(files)}`);
     }
     return problems;
   },
@@ -328,7 +395,7 @@ const k8sChecks: Record<string, Check<Manifests>> = {
     return problems;
   },
 
-  "scaling: the gateway autoscales 2..n; the pet service is one SQLite writer (replicas 1, Recreate, HPA 1..1, RWO volume)": (m) => {
+  "scaling: the gateway autoscales 2..n; the pet service scales out on PostgreSQL, is one writer on SQLite": (m) => {
     const problems: string[] = [];
     const hpaFor = (d: K8sObject | undefined) =>
       m.objects.find((o) => o.kind === "HorizontalPodAutoscaler" && o.spec?.scaleTargetRef?.name === d?.metadata.name);
@@ -340,16 +407,33 @@ const k8sChecks: Record<string, Check<Manifests>> = {
     if (gw?.deployment.spec?.replicas !== undefined) problems.push("gateway Deployment sets replicas: the HPA owns the count");
     const pet = workload(m, petFacts);
     const petHpa = hpaFor(pet?.deployment);
-    if (pet?.deployment.spec?.replicas !== 1) problems.push(`pet-service Deployment replicas ${pet?.deployment.spec?.replicas} (want 1)`);
-    if (pet?.deployment.spec?.strategy?.type !== "Recreate") problems.push(`pet-service strategy ${pet?.deployment.spec?.strategy?.type} (want Recreate)`);
-    if (petHpa?.spec?.minReplicas !== 1 || petHpa.spec.maxReplicas !== 1) problems.push("pet-service HPA must be pinned to 1..1 while it runs on SQLite");
-    const dataDir = path.posix.dirname(pet?.env.PETS_DB ?? "");
+    const pdb = m.objects.find((o) => o.kind === "PodDisruptionBudget" && subset(o.spec?.selector?.matchLabels, pet?.pod.metadata.labels));
+    const petsDb = pet?.env.PETS_DB ?? "";
+    const dataDir = path.posix.dirname(petsDb);
     const mount = pet?.container.volumeMounts?.find((v) => v.mountPath === dataDir);
     const volume = pet?.pod.spec.volumes?.find((v) => v.name === mount?.name);
     const pvc = volume?.persistentVolumeClaim && find(m, "PersistentVolumeClaim", volume.persistentVolumeClaim.claimName);
-    if (!path.posix.isAbsolute(pet?.env.PETS_DB ?? "")) problems.push(`PETS_DB ${pet?.env.PETS_DB} must be an absolute path on the volume`);
-    if (!pvc) problems.push(`the directory of PETS_DB (${dataDir}) is not a PersistentVolumeClaim mount`);
-    else if (JSON.stringify(pvc.spec?.accessModes) !== '["ReadWriteOnce"]') problems.push(`PVC ${pvc.metadata.name} must be ReadWriteOnce only`);
+    if (m.variant === "postgres") {
+      if (!isPostgresUrl(petsDb)) problems.push(`postgres: PETS_DB ${petsDb} is not a postgres:// URL`);
+      if (pet?.container.env?.find((e) => e.name === "PETS_DB")?.valueFrom?.secretKeyRef === undefined) {
+        problems.push("postgres: PETS_DB must come from a Secret (the URL holds a password)");
+      }
+      if (pet?.deployment.spec?.replicas !== undefined) problems.push("pet-service Deployment sets replicas: the HPA owns the count");
+      if (!petHpa || (petHpa.spec?.minReplicas ?? 1) < 2 || (petHpa.spec?.maxReplicas ?? 0) <= (petHpa.spec?.minReplicas ?? 1)) {
+        problems.push(`postgres: the pet-service HPA must scale from at least 2 up (got ${petHpa?.spec?.minReplicas}..${petHpa?.spec?.maxReplicas})`);
+      }
+      if (pet?.deployment.spec?.strategy?.type !== "RollingUpdate") problems.push(`postgres: pet-service strategy ${pet?.deployment.spec?.strategy?.type} (want RollingUpdate)`);
+      if (pdb?.spec?.minAvailable !== 1 || pdb.spec.maxUnavailable !== undefined) problems.push("postgres: the pet-service PDB must be minAvailable 1");
+      if (m.objects.some((o) => o.kind === "PersistentVolumeClaim")) problems.push("postgres: no PersistentVolumeClaim (the data is in PostgreSQL)");
+    } else {
+      if (pet?.deployment.spec?.replicas !== 1) problems.push(`pet-service Deployment replicas ${pet?.deployment.spec?.replicas} (want 1)`);
+      if (pet?.deployment.spec?.strategy?.type !== "Recreate") problems.push(`pet-service strategy ${pet?.deployment.spec?.strategy?.type} (want Recreate)`);
+      if (petHpa?.spec?.minReplicas !== 1 || petHpa.spec.maxReplicas !== 1) problems.push("pet-service HPA must be pinned to 1..1 while it runs on SQLite");
+      if (pdb?.spec?.maxUnavailable !== 1) problems.push("sqlite: the pet-service PDB must be maxUnavailable 1 (minAvailable would block every drain)");
+      if (!path.posix.isAbsolute(petsDb)) problems.push(`PETS_DB ${petsDb} must be an absolute path on the volume`);
+      if (!pvc) problems.push(`the directory of PETS_DB (${dataDir}) is not a PersistentVolumeClaim mount`);
+      else if (JSON.stringify(pvc.spec?.accessModes) !== '["ReadWriteOnce"]') problems.push(`PVC ${pvc.metadata.name} must be ReadWriteOnce only`);
+    }
     return problems;
   },
 
@@ -376,8 +460,10 @@ const k8sChecks: Record<string, Check<Manifests>> = {
     if (gw && pet) {
       const petSvc = m.objects.find((o) => o.kind === "Service" && subset(o.spec?.selector, pet.pod.metadata.labels));
       const svcPort = petSvc?.spec?.ports?.find((p) => pet.portNumber(p.targetPort ?? p.port) === effectivePort(petFacts, pet.env));
-      const want = `${petSvc?.metadata.name}:${svcPort?.port}`;
+      // Every replica's address, balanced by the gateway: a dns:/// target on a headless Service.
+      const want = `dns:///${petSvc?.metadata.name}:${svcPort?.port}`;
       if (gw.env.PET_SERVICE_ADDR !== want) problems.push(`gateway PET_SERVICE_ADDR=${gw.env.PET_SERVICE_ADDR} (want ${want})`);
+      if (petSvc && petSvc.spec?.clusterIP !== "None") problems.push(`Service/${petSvc.metadata.name} must be headless (clusterIP: None) for the gateways' round robin`);
       const gwSvc = m.objects.find((o) => o.kind === "Service" && subset(o.spec?.selector, gw.pod.metadata.labels));
       const ingresses = m.objects.filter((o) => o.kind === "Ingress");
       if (ingresses.length === 0) problems.push("no Ingress");
@@ -580,6 +666,7 @@ interface ComposeService {
   volumes?: (string | { type: string; source?: string; target: string; read_only?: boolean })[];
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
+  deploy?: { replicas?: number };
   read_only?: boolean;
   stop_grace_period?: string;
 }
@@ -587,18 +674,27 @@ interface Compose {
   services: Record<string, ComposeService>;
 }
 
-const loadCompose = () => parseYamlFile(path.join(DEPLOY, "compose.yaml"))[0] as Compose;
+/**
+ * compose.yaml as `docker compose config` sees it with its variables set: `${NAME}`,
+ * `${NAME:?message}` and `${NAME:-default}` become `example-name` (the operator's value).
+ */
+function loadCompose(): Compose {
+  const text = readFileSync(path.join(DEPLOY, "compose.yaml"), "utf8").replace(/\$\{([A-Z_][A-Z0-9_]*)(?::?[?-][^}]*)?\}/g, (_, name: string) => `example-${name.toLowerCase().replaceAll("_", "-")}`);
+  return parseAllDocuments(text, { merge: true })[0]!.toJS() as Compose;
+}
 
 const composeServicesOf = (c: Compose, f: ProcessFacts) =>
   Object.entries(c.services).filter(([, s]) => JSON.stringify(s.command) === JSON.stringify(["node", "--import", "tsx", f.entry]));
 
 const composeChecks: Record<string, Check<Compose>> = {
-  "compose runs redis, one pet-service and two gateways from the deploy/Dockerfile image": (c) => {
+  "compose runs postgres, redis, a pet-service with 2+ replicas and two gateways from the deploy/Dockerfile image": (c) => {
     const problems: string[] = [];
     if (!c.services.redis?.image?.startsWith("redis:")) problems.push("no redis service");
+    if (!c.services.postgres?.image?.startsWith("postgres:")) problems.push("no postgres service");
     const pets = composeServicesOf(c, petFacts);
     const gws = composeServicesOf(c, gatewayFacts);
-    if (pets.length !== 1 || pets[0]![0] !== "pet-service") problems.push(`want exactly one pet-service (SQLite: one writer), got ${pets.map(([n]) => n)}`);
+    if (pets.length !== 1 || pets[0]![0] !== "pet-service") problems.push(`want one pet-service service (scaled with deploy.replicas), got ${pets.map(([n]) => n)}`);
+    if ((pets[0]?.[1].deploy?.replicas ?? 1) < 2) problems.push(`pet-service: deploy.replicas ${pets[0]?.[1].deploy?.replicas} (want 2 or more)`);
     if (gws.length !== 2) problems.push(`want two gateway services, got ${gws.map(([n]) => n)}`);
     for (const [name, s] of [...pets, ...gws]) {
       if (!s.build || path.resolve(DEPLOY, s.build.context) !== path.resolve(ROOT) || s.build.dockerfile !== "deploy/Dockerfile") {
@@ -637,14 +733,19 @@ const composeChecks: Record<string, Check<Compose>> = {
     if (JSON.stringify(hc) !== JSON.stringify(["CMD", "node", "deploy/grpc-health-check.mjs", `127.0.0.1:${petPort}`, PET_SERVICE_NAME])) {
       problems.push(`pet-service healthcheck ${JSON.stringify(hc)} (want the gRPC health check of ${PET_SERVICE_NAME} on ${petPort})`);
     }
-    const dataDir = path.posix.dirname(petEnv.PETS_DB ?? "");
-    if (!pet?.volumes?.some((v) => (typeof v === "string" ? v.split(":")[1] === dataDir : v.target === dataDir))) {
-      problems.push(`the directory of PETS_DB (${dataDir}) is not a volume`);
+    // Several replicas: the store is PostgreSQL, the compose service that keeps its data on a volume.
+    const db = isPostgresUrl(petEnv.PETS_DB ?? "") ? new URL(petEnv.PETS_DB!) : undefined;
+    if (db?.hostname !== "postgres" || (db.port || "5432") !== "5432") problems.push(`pet-service PETS_DB must be a postgres:// URL of the postgres service (got ${petEnv.PETS_DB})`);
+    if (pet?.depends_on?.postgres?.condition !== "service_healthy") problems.push(`${petName}: depends_on postgres service_healthy`);
+    if (!c.services.postgres?.healthcheck) problems.push("postgres has no healthcheck");
+    if (!c.services.postgres?.volumes?.some((v) => (typeof v === "string" ? v.split(":")[1] : v.target) === "/var/lib/postgresql/data")) {
+      problems.push("postgres keeps its data on a volume at /var/lib/postgresql/data");
     }
+    if (pet?.ports?.length) problems.push(`${petName}: replicas cannot share a published host port`);
     for (const [name, s] of composeServicesOf(c, gatewayFacts)) {
       const env = s.environment ?? {};
       const port = effectivePort(gatewayFacts, env);
-      if (env.PET_SERVICE_ADDR !== `${petName}:${petPort}`) problems.push(`${name}: PET_SERVICE_ADDR=${env.PET_SERVICE_ADDR} (want ${petName}:${petPort})`);
+      if (env.PET_SERVICE_ADDR !== `dns:///${petName}:${petPort}`) problems.push(`${name}: PET_SERVICE_ADDR=${env.PET_SERVICE_ADDR} (want dns:///${petName}:${petPort})`);
       const redis = env.REDIS_URL ? new URL(env.REDIS_URL) : undefined;
       if (redis?.hostname !== "redis" || (redis.port || "6379") !== "6379") problems.push(`${name}: REDIS_URL must point at the redis service`);
       if (!s.ports?.length || s.ports.some((p) => Number(p.split(":").at(-1)) !== port)) problems.push(`${name}: published ports ${JSON.stringify(s.ports)} must target ${port}`);
@@ -806,7 +907,7 @@ const dockerChecks: Record<string, Check<DockerInput>> = {
 // The tests
 // ---------------------------------------------------------------------------------------------
 
-const manifests = loadManifests();
+const rendered: Record<Variant, Manifests> = { postgres: loadManifests("postgres"), sqlite: loadManifests("sqlite") };
 const compose = loadCompose();
 const docker: DockerInput = { dockerfile: read("deploy/Dockerfile"), ignore: read("deploy/Dockerfile.dockerignore") };
 
@@ -836,10 +937,14 @@ describe("what the checks compare against", () => {
   });
 
   it("parses every YAML file of deploy/ and finds both processes", () => {
-    expect(manifests.files).toEqual(expect.arrayContaining(["config.yaml", "gateway.yaml", "pet-service.yaml", "secrets.example.yaml"]));
-    expect(workload(manifests, gatewayFacts)).toBeDefined();
-    expect(workload(manifests, petFacts)).toBeDefined();
-    expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(["redis", "pet-service", "gateway-1", "gateway-2"]));
+    for (const variant of VARIANTS) {
+      const m = rendered[variant];
+      expect(m.dirs.map((d) => d.dir)).toEqual([variant, "base"]);
+      expect(m.dirs[1]!.files).toEqual(["config.yaml", "gateway.yaml", "ingress.yaml", "pet-service.yaml"]);
+      expect(workload(m, gatewayFacts)).toBeDefined();
+      expect(workload(m, petFacts)).toBeDefined();
+    }
+    expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(["postgres", "redis", "pet-service", "gateway-1", "gateway-2"]));
   });
 
   it("no file under deploy/ holds key material", () => {
@@ -850,8 +955,24 @@ describe("what the checks compare against", () => {
   });
 });
 
-describe("Kubernetes manifests agree with the code", () => {
-  it.each(Object.entries(k8sChecks))("%s", (_name, check) => expect(check(manifests)).toEqual([]));
+describe.each(VARIANTS)("Kubernetes manifests (%s overlay) agree with the code", (variant) => {
+  it.each(Object.entries(k8sChecks))("%s", (_name, check) => expect(check(rendered[variant])).toEqual([]));
+});
+
+/** kubectl's own rendering, where kubectl is installed: this file's renderer must agree with it. */
+const kubectl = spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;
+describe.skipIf(!kubectl)("the overlays render with kubectl kustomize as this test renders them", () => {
+  it.each(VARIANTS)("%s", (variant) => {
+    const out = spawnSync("kubectl", ["kustomize", path.join(K8S, variant)], { encoding: "utf8" });
+    expect(out.stderr).toBe("");
+    const key = (o: { kind: string; metadata: { name: string } }) => `${o.kind}/${o.metadata.name}`;
+    const theirs = parseAllDocuments(out.stdout).map((d) => d.toJS() as K8sObject).sort((a, b) => key(a).localeCompare(key(b)));
+    const ours = rendered[variant].objects
+      .filter((o) => o.file !== "secrets.example.yaml")
+      .map(({ file: _file, ...o }) => o)
+      .sort((a, b) => key(a).localeCompare(key(b)));
+    expect(ours).toEqual(theirs);
+  });
 });
 
 describe("compose.yaml agrees with the code", () => {
@@ -866,8 +987,8 @@ describe("Dockerfile agrees with the code", () => {
 const allProblems = <T>(checks: Record<string, Check<T>>, input: T) => Object.values(checks).flatMap((c) => c(input));
 
 describe("the checks catch mistakes", () => {
-  const k8s = (mutate: (m: Manifests) => void) => {
-    const m = clone(manifests);
+  const k8s = (mutate: (m: Manifests) => void, variant: Variant = "sqlite") => {
+    const m = clone(rendered[variant]);
     mutate(m);
     return allProblems(k8sChecks, m);
   };
@@ -905,6 +1026,18 @@ describe("the checks catch mistakes", () => {
     expect(problems.join("\n")).toMatch(message);
   });
 
+  it.each<[string, (m: Manifests) => void, RegExp]>([
+    ["a pet service on PostgreSQL held at one replica", (m) => void (find(m, "HorizontalPodAutoscaler", "pet-service")!.spec!.minReplicas = 1), /scale from at least 2 up/],
+    ["a PDB that lets every replica go", (m) => void (find(m, "PodDisruptionBudget", "pet-service")!.spec = { ...find(m, "PodDisruptionBudget", "pet-service")!.spec, minAvailable: undefined, maxUnavailable: 1 }), /minAvailable 1/],
+    ["PETS_DB with its password in the ConfigMap", (m) => void ((pet(m).container.env = []), (cm(m, "pet-service-config").PETS_DB = "postgres://pets:pw@db/pets")), /PETS_DB must come from a Secret/],
+    ["a SQLite path on the PostgreSQL overlay", (m) => void (find(m, "Secret", "pet-service-db")!.stringData!.PETS_DB = "/app/data/REPLACE_WITH.sqlite"), /not a postgres:\/\/ URL/],
+    ["a ClusterIP pet-service Service", (m) => void delete find(m, "Service", "pet-service")!.spec!.clusterIP, /must be headless/],
+    ["PET_SERVICE_ADDR to one address", (m) => void (cm(m, "gateway-config").PET_SERVICE_ADDR = "pet-service:50051"), /PET_SERVICE_ADDR=pet-service:50051 \(want dns:\/\/\/pet-service:50051\)/],
+    ["a Recreate rollout", (m) => void (pet(m).deployment.spec!.strategy = { type: "Recreate" }), /want RollingUpdate/],
+  ])("postgres: %s", (_name, mutate, message) => {
+    expect(k8s(mutate, "postgres").join("\n")).toMatch(message);
+  });
+
   const composeWith = (mutate: (c: Compose) => void) => {
     const c = clone(compose);
     mutate(c);
@@ -915,6 +1048,9 @@ describe("the checks catch mistakes", () => {
     ["a pet service on another port", (c) => void (c.services["pet-service"]!.environment!.PET_SERVICE_PORT = "50052"), /PET_SERVICE_ADDR|healthcheck/],
     ["a gateway published to the wrong container port", (c) => void (c.services["gateway-2"]!.ports = ["8082:80"]), /must target 8080/],
     ["one gateway only", (c) => void delete c.services["gateway-2"], /two gateway services/],
+    ["one pet-service replica", (c) => void (c.services["pet-service"]!.deploy = { replicas: 1 }), /want 2 or more/],
+    ["the pet service on a SQLite file", (c) => void (c.services["pet-service"]!.environment!.PETS_DB = "/app/data/pets.sqlite"), /postgres:\/\/ URL of the postgres service/],
+    ["gateways pinned to one address", (c) => void (c.services["gateway-1"]!.environment!.PET_SERVICE_ADDR = "pet-service:50051"), /want dns:\/\/\/pet-service:50051/],
     ["the signing keys visible to a gateway", (c) => void (c.services["gateway-1"]!.volumes = c.services["gateway-1"]!.volumes!.filter((v) => typeof v === "string" || v.type !== "tmpfs" || v.target === "/tmp")), /must be masked/],
     ["no health condition", (c) => void (c.services["gateway-1"]!.depends_on = { redis: { condition: "service_started" } }), /service_healthy/],
   ])("compose: %s", (_name, mutate, message) => expect(composeWith(mutate)).toMatch(message));

@@ -31,11 +31,28 @@ describe("gateway configuration", () => {
     ["BAN_AFTER", "0"],
     ["BAN_SECONDS", "-5"],
     ["PET_SERVICE_ADDR", "no-port"],
+    ["PET_SERVICE_ADDR", "http://pet-service:50051"],
+    ["PET_SERVICE_ADDR", "dns:///pet-service"],
+    ["PET_SERVICE_ADDR", "ipv4:10.0.0.1:50051,pet-service:50051"],
+    ["PET_SERVICE_ADDR", "pet-service:50051,other:50051"],
     ["PET_SERVICE_TIMEOUT_MS", "soon"],
     ["HEADERS_TIMEOUT_MS", "0"],
     ["REQUEST_TIMEOUT_MS", "5000"], // shorter than the default headers timeout
   ])("refuses %s=%s with one line naming the variable", (name, value) => {
     expect(() => loadGatewayConfig({ [name]: value })).toThrowError(new RegExp(`^invalid configuration: ${name} `));
+  });
+
+  it.each([
+    "pet-service:50051",
+    "127.0.0.1:50051",
+    "[::1]:50051",
+    "dns:///pet-service-headless.pets.svc.cluster.local:50051",
+    "dns:pet-service:50051",
+    "ipv4:127.0.0.1:50051,127.0.0.1:50052",
+    "ipv6:[::1]:50051,[::1]:50052",
+    "unix:/run/pets.sock",
+  ])("accepts the gRPC target PET_SERVICE_ADDR=%s", (target) => {
+    expect(loadGatewayConfig({ PET_SERVICE_ADDR: target }).PET_SERVICE_ADDR).toBe(target);
   });
 
   it("reads TRUST_PROXY as a boolean, a hop count or an address list", () => {

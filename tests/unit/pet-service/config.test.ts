@@ -5,7 +5,7 @@ import { loadConfig } from "../../../pet-service/config.js";
 describe("pet-service config", () => {
   it("defaults to loopback:50051 and data/pets.sqlite, frozen", () => {
     const config = loadConfig({});
-    expect(config).toEqual({ host: "127.0.0.1", port: 50051, dbPath: "data/pets.sqlite" });
+    expect(config).toEqual({ host: "127.0.0.1", port: 50051, petsDb: "data/pets.sqlite", poolSize: 10 });
     expect(Object.isFrozen(config)).toBe(true);
   });
 
@@ -13,7 +13,8 @@ describe("pet-service config", () => {
     expect(loadConfig({ PET_SERVICE_HOST: "0.0.0.0", PET_SERVICE_PORT: "6000", PETS_DB: "/var/lib/pets/db.sqlite" })).toEqual({
       host: "0.0.0.0",
       port: 6000,
-      dbPath: "/var/lib/pets/db.sqlite",
+      petsDb: "/var/lib/pets/db.sqlite",
+      poolSize: 10,
     });
     expect(loadConfig({ PET_SERVICE_HOST: "::" }).host).toBe("::");
     expect(loadConfig({ PET_SERVICE_HOST: "pets.internal" }).host).toBe("pets.internal");
@@ -41,7 +42,7 @@ describe("pet-service config", () => {
     });
 
     it("is a port; 0 picks a free one", () => {
-      expect(loadConfig({ METRICS_PORT: "9464" })).toEqual({ host: "127.0.0.1", port: 50051, dbPath: "data/pets.sqlite", metricsPort: 9464 });
+      expect(loadConfig({ METRICS_PORT: "9464" })).toEqual({ host: "127.0.0.1", port: 50051, petsDb: "data/pets.sqlite", poolSize: 10, metricsPort: 9464 });
       expect(loadConfig({ METRICS_PORT: "0" }).metricsPort).toBe(0);
       expect(Object.isFrozen(loadConfig({ METRICS_PORT: "9464" }))).toBe(true);
     });
@@ -67,6 +68,23 @@ describe("pet-service config", () => {
         message = (err as Error).message;
       }
       expect(message).toBe('invalid configuration: METRICS_PORT must be a port number (got "nine")');
+    });
+  });
+
+  describe("PETS_DB", () => {
+    it("is a SQLite path or a PostgreSQL URL (postgres:// or postgresql://)", () => {
+      expect(loadConfig({ PETS_DB: "postgres://pets:secret@db:5432/pets" }).petsDb).toBe("postgres://pets:secret@db:5432/pets");
+      expect(loadConfig({ PETS_DB: "postgresql://db/pets?sslmode=require" }).petsDb).toBe("postgresql://db/pets?sslmode=require");
+      expect(loadConfig({ PETS_DB: "./pets.sqlite" }).petsDb).toBe("./pets.sqlite");
+    });
+
+    it.each(["mysql://db/pets", "file:///var/lib/pets.sqlite", "sqlite://pets.sqlite"])("refuses another URL scheme: %s", (value) => {
+      expect(() => loadConfig({ PETS_DB: value })).toThrowError(/^invalid configuration: PETS_DB must be a SQLite file path or a postgres:\/\/ /);
+    });
+
+    it("PETS_DB_POOL_SIZE bounds the PostgreSQL pool: 1..1000, default 10", () => {
+      expect(loadConfig({ PETS_DB_POOL_SIZE: "25" }).poolSize).toBe(25);
+      for (const bad of ["0", "1001", "ten", "2.5"]) expect(() => loadConfig({ PETS_DB_POOL_SIZE: bad })).toThrowError(/^invalid configuration: PETS_DB_POOL_SIZE /);
     });
   });
 });

@@ -44,12 +44,17 @@ describe("grpc errors", () => {
     expect(fieldViolationsOf(internal())).toEqual([]);
   });
 
-  it("a storage fault is UNAVAILABLE with the fault in ErrorInfo and a 5 s RetryInfo, and nothing of SQLite", () => {
+  it("a storage fault is UNAVAILABLE with the fault in ErrorInfo and a RetryInfo, and nothing of the driver", () => {
     const error = storageUnavailable("disk_full");
     expect(error.code).toBe(grpc.status.UNAVAILABLE);
-    expect(error.details).toBe("storage temporarily unavailable; retry later");
+    expect(error.details).toBe("storage unavailable: the database's disk is full; retry later");
     expect(errorInfoOf(error)).toEqual({ reason: "STORAGE_UNAVAILABLE", domain: "petstore.v1", metadata: { fault: "disk_full" } });
     expect(retryDelayOf(error)).toBe(5_000);
     expect(retryDelayOf(notFound("x"))).toBeUndefined();
+  });
+
+  it("advises a shorter wait for an unreachable database (a restart or failover) than for faults an operator must clear", () => {
+    expect(retryDelayOf(storageUnavailable("unreachable"))).toBe(2_000);
+    for (const fault of ["busy", "read_only", "io_error"] as const) expect(retryDelayOf(storageUnavailable(fault))).toBe(5_000);
   });
 });

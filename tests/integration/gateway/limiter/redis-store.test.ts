@@ -219,7 +219,9 @@ describe("fallback through a Redis outage (its own private redis-server)", () =>
 
   beforeAll(async () => {
     server = await startRedis();
-    redis = await readyClient(server.url, { maxReconnectDelayMs: 100 });
+    // A 1 s command timeout, not the production 100 ms: a healthy Redis misses that on a loaded test
+    // machine, and a decision taken from memory would break the exact counts asserted here.
+    redis = await readyClient(server.url, { maxReconnectDelayMs: 100, commandTimeoutMs: 1000 });
   });
   afterAll(async () => {
     await store?.close();
@@ -347,7 +349,7 @@ describe("on Redis Cluster (a private single-node cluster holding every slot)", 
       if (Date.now() > deadline) throw new Error("private cluster did not become ready");
       await new Promise((r) => setTimeout(r, 50));
     }
-    cluster = createRedisClient(`redis+cluster://127.0.0.1:${port}`) as Cluster;
+    cluster = createRedisClient(`redis+cluster://127.0.0.1:${port}`, { commandTimeoutMs: 1000 }) as Cluster;
     if (cluster.status !== "ready") await new Promise((resolve) => cluster.once("ready", resolve));
   });
   afterAll(async () => {

@@ -13,7 +13,11 @@ import {
 export interface StoreFixture {
   store: PetStore;
   reopen(): Promise<PetStore>;
-  /** Closes the store (if open) and removes its database. */
+  /** A second store on the same database, as another replica would open it (closed by destroy). */
+  replica(): Promise<PetStore>;
+  /** Moves the database's id sequence: new ids are above `id` (pets-db copy does this). */
+  moveIdsPast(id: bigint): Promise<void>;
+  /** Closes the stores (if open) and removes the database. */
   destroy(): Promise<void>;
   /**
    * Takes the database's write lock from outside (another connection or process) and keeps it
@@ -160,6 +164,39 @@ export function petStoreConformance(name: string, open: () => Promise<StoreFixtu
       expect(await store.get(after.id)).toEqual(after);
     });
 
+    it("stores one pet for concurrent creates under one key on two replicas, and answers each with it", async () => {
+      const other = await fixture.replica();
+      const now = Date.now();
+      const pet = newPet("Across replicas", "pending");
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => (i % 2 ? other : store).createOnce(pet, keyFor("k:replicas", pet, now))),
+      );
+      const winners = results.flatMap((r) => (r.outcome === "created" ? [r.pet] : []));
+      expect(winners).toHaveLength(1);
+      expect(results.filter((r) => r.outcome === "replayed")).toEqual(Array(15).fill({ outcome: "replayed", pet: winners[0] }));
+      created.push(winners[0]!);
+    });
+
+    it("a walk never repeats a pet and never skips one that existed when it began, while another replica creates", async () => {
+      const other = await fixture.replica();
+      const existed = byId();
+      let creating = true;
+      const writers = Array.from({ length: 6 }, async (_, w) => {
+        for (let i = 0; creating && i < 200; i++) created.push(await other.create(newPet(`during-${w}-${i}`, STATUSES[i % 3])));
+      });
+      const walked: Pet[] = [];
+      try {
+        for (const page of await walk(store, 4)) walked.push(...page);
+      } finally {
+        creating = false;
+        await Promise.all(writers);
+      }
+      const ids = walked.map((p) => p.id);
+      expect(ids.every((id, i) => i === 0 || id > ids[i - 1]!)).toBe(true);
+      const seen = new Set(ids);
+      expect(existed.filter((p) => !seen.has(p.id))).toEqual([]);
+    });
+
     it("stores one pet for concurrent creates under one key, and answers each with it", async () => {
       const now = Date.now();
       const pet = newPet("Concurrent");
@@ -168,7 +205,19 @@ export function petStoreConformance(name: string, open: () => Promise<StoreFixtu
       expect(ids.size).toBe(1);
       expect(results.filter((r) => r.outcome === "created")).toHaveLength(1);
       const [id] = ids;
+      const winner = results.find((r) => r.outcome === "created");
+      if (winner?.outcome === "created") created.push(winner.pet);
       expect((await store.list({ limit: 100, afterId: id! - 1n })).filter((p) => p.name === "Concurrent")).toHaveLength(1);
+    });
+
+    // Last: it moves the sequence to the top of int64.
+    it("hands out ids exactly up to the top of int64, and pages there", async () => {
+      await fixture.moveIdsPast(INT64_MAX - 3n);
+      const top = [await create(newPet("Top 1", "sold")), await create(newPet("Top 2", "sold"))];
+      expect(top.map((p) => p.id)).toEqual([INT64_MAX - 2n, INT64_MAX - 1n]);
+      expect(await store.get(INT64_MAX - 1n)).toEqual(top[1]);
+      expect(await store.list({ limit: 5, status: "sold", afterId: INT64_MAX - 3n })).toEqual(top);
+      expect((await walk(store, 50)).flat()).toEqual(byId());
     });
   });
 }

@@ -1,11 +1,14 @@
 import { describe, expect, it } from "vitest";
+import type { PetStore } from "../../../../pet-service/store/pet-store.js";
 import { SqlitePetStore, SQLITE_STATEMENTS } from "../../../../pet-service/store/sqlite-pet-store.js";
+import { sqliteTransferTarget } from "../../../../pet-service/store/sqlite-transfer.js";
 import { sideConnection, testDbPath } from "../../../helpers/pet-service.js";
 import { petStoreConformance } from "./conformance.js";
 
 petStoreConformance("SQLite", async () => {
   const db = await testDbPath();
   let store = await SqlitePetStore.open(db.dbPath);
+  const replicas: PetStore[] = [];
   return {
     store,
     async reopen() {
@@ -13,8 +16,19 @@ petStoreConformance("SQLite", async () => {
       store = await SqlitePetStore.open(db.dbPath);
       return store;
     },
+    // A second writer on the file: SQLite serialises it with the first on the file lock.
+    async replica() {
+      const replica = await SqlitePetStore.open(db.dbPath);
+      replicas.push(replica);
+      return replica;
+    },
+    async moveIdsPast(id) {
+      const target = await sqliteTransferTarget(db.dbPath);
+      await target.moveIdsPast(id);
+      await target.commit();
+    },
     async destroy() {
-      await store.close();
+      await Promise.all([store, ...replicas].map((s) => s.close()));
       await db.remove();
     },
     async holdWriteLock() {

@@ -1,0 +1,53 @@
+import type { Logger } from "../../lib/logger.js";
+import type { PetServiceMetrics } from "../metrics.js";
+import type { PetStore } from "./pet-store.js";
+import { PostgresPetStore } from "./postgres-pet-store.js";
+import { postgresTransferSource, postgresTransferTarget } from "./postgres-transfer.js";
+import { SqlitePetStore } from "./sqlite-pet-store.js";
+import { sqliteTransferSource, sqliteTransferTarget } from "./sqlite-transfer.js";
+import type { TransferSource, TransferTarget } from "./transfer.js";
+
+/** PETS_DB names a PostgreSQL database by URL; anything else is a SQLite file path. */
+const POSTGRES_URL = /^postgres(?:ql)?:\/\//i;
+
+export function isPostgresUrl(petsDb: string): boolean {
+  return POSTGRES_URL.test(petsDb);
+}
+
+/** PETS_DB for logs and messages: a URL's password is replaced by `***`. */
+export function describePetsDb(petsDb: string): string {
+  if (!isPostgresUrl(petsDb)) return petsDb;
+  try {
+    const url = new URL(petsDb);
+    if (url.password) url.password = "***";
+    return url.toString();
+  } catch {
+    return "(an unparsable postgres:// URL)";
+  }
+}
+
+export interface OpenStoreOptions {
+  metrics?: PetServiceMetrics;
+  logger?: Logger;
+  /** PostgreSQL only: connections in the pool, at most. */
+  poolSize?: number;
+}
+
+/** The store PETS_DB selects, open and migrated to the latest schema. */
+export function openPetStore(petsDb: string, options: OpenStoreOptions = {}): Promise<PetStore> {
+  const { metrics, logger, poolSize } = options;
+  if (isPostgresUrl(petsDb)) {
+    return PostgresPetStore.open(petsDb, { ...(metrics && { metrics }), ...(logger && { logger }), ...(poolSize && { poolSize }) });
+  }
+  return SqlitePetStore.open(petsDb, metrics ? { metrics } : {});
+}
+
+/** The reading end of `pets-db copy` on PETS_DB (its schema brought up to date by the caller). */
+export function openTransferSource(petsDb: string): Promise<TransferSource> {
+  return isPostgresUrl(petsDb) ? postgresTransferSource(petsDb) : sqliteTransferSource(petsDb);
+}
+
+/** The writing end of `pets-db copy` on PETS_DB (its schema brought up to date by the caller). */
+export function openTransferTarget(petsDb: string): Promise<TransferTarget> {
+  return isPostgresUrl(petsDb) ? postgresTransferTarget(petsDb) : sqliteTransferTarget(petsDb);
+}

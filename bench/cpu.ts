@@ -25,10 +25,26 @@ export function childrenCpuMicros(statLine: string): number {
   return (Number(f[13]) + Number(f[14])) * TICK_US;
 }
 
-/** Measures the CPU that named processes use between start and stop. */
+/** CPU of `pid` so far, or undefined once it has exited (a database connection closed meanwhile). */
+function cpuIfAlive(pid: number): number | undefined {
+  try {
+    return cpuMicros(pid);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Measures the CPU that named processes use between start and stop (one that exits meanwhile counts 0). */
 export function cpuMeter(pids: Readonly<Record<string, number>>): { stop(): Record<string, number> } {
-  const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMicros(pid)]));
+  const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuIfAlive(pid)]));
   return {
-    stop: () => Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMicros(pid) - before[name]!])),
+    stop: () =>
+      Object.fromEntries(
+        Object.entries(pids).map(([name, pid]) => {
+          const start = before[name];
+          const end = cpuIfAlive(pid);
+          return [name, start === undefined || end === undefined ? 0 : end - start];
+        }),
+      ),
   };
 }

@@ -13,6 +13,7 @@ export const CPU_COLUMNS = [
   { name: "pet", title: "pet service CPU-µs/req" },
   { name: "redis", title: "Redis CPU-µs/req" },
   { name: "load", title: "load gen CPU-µs/req" },
+  { name: "postgres", title: "PostgreSQL CPU-µs/req" },
 ] as const;
 
 export type CpuName = (typeof CPU_COLUMNS)[number]["name"];

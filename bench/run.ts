@@ -143,7 +143,7 @@ async function main(): Promise<number> {
         if (counted && before) redisCounts[counted].push(commandDelta(before, await commandStats(stats), run.requests));
         check(s.key, run);
         runs.get(s)!.push(run);
-        const cpu = Object.entries(run.cpuPerRequest).map(([n, us]) => `${n} ${fmt(us)}`).join(", ");
+        const cpu = Object.entries(summarize([run]).cpu).map(([n, us]) => `${n} ${fmt(us)}`).join(", ");
         log(`round ${round} ${s.key}: ${fmt(run.rps)} req/s, p50 ${ms(run.p50)} ms, p99 ${ms(run.p99)} ms; CPU-µs/req ${cpu}`);
       }
     }

@@ -201,9 +201,16 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
       });
       await seedPets(front.address, auth, settings.seed);
       const measured = { front: front.proc.pid, "pet:0": replicas[0]!.proc.pid, "pet:1": replicas[1]!.proc.pid, redis: redis.process.pid! };
-      const row = (key: string, label: string, target: HttpTarget): Scenario => ({ key, label, pids: measured, run: (seconds) => wrk(target, loadOpts(measured, seconds)) });
+      // PostgreSQL's backends for the replicas' pooled connections, as they are when the run starts.
+      const withBackends = () => ({ ...measured, ...Object.fromEntries(database.backendPids().map((pid) => [`postgres:${pid}`, pid])) });
+      const row = (key: string, label: string, target: HttpTarget): Scenario => ({
+        key,
+        label,
+        pids: measured,
+        run: (seconds) => wrk(target, loadOpts(withBackends(), seconds)),
+      });
       all.push(
-        row("a-pg", "(a) full path, PostgreSQL behind two pet-service replicas (round robin; CPU of both replicas added up)", list(front)),
+        row("a-pg", "(a) full path, PostgreSQL behind two pet-service replicas (round robin; CPU of both replicas added up; PostgreSQL's backends in the last column)", list(front)),
         row("d-pg", "(d) POST /v1/pets, PostgreSQL behind two pet-service replicas", create(front)),
       );
     }

@@ -157,6 +157,8 @@ export async function startGoGateway(dir: string, petAddress: string): Promise<S
 /** A private PostgreSQL database for the benchmark (psql on PATH, trust auth), dropped by `drop()`. */
 export interface PrivateDatabase {
   url: string;
+  /** The server processes serving this database's connections now (pg_stat_activity). */
+  backendPids(): number[];
   drop(): void;
 }
 
@@ -171,5 +173,13 @@ export function createPrivateDatabase(): PrivateDatabase | { missing: string } {
   } catch (err) {
     return { missing: `PostgreSQL at ${PG_SERVER} refused CREATE DATABASE: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}` };
   }
-  return { url: `${PG_SERVER}/${name}`, drop: () => void psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return {
+    url: `${PG_SERVER}/${name}`,
+    backendPids: () =>
+      String(psql(`SELECT pid FROM pg_stat_activity WHERE datname = '${name}' AND pid <> pg_backend_pid()`))
+        .split("\n")
+        .filter(Boolean)
+        .map(Number),
+    drop: () => void psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
 }

@@ -144,9 +144,16 @@ export async function startGoGateway(dir: string, petAddress: string): Promise<S
   if (absent.length || !existsSync(GO_GATEWAY_SOURCES)) {
     return { missing: `grpc-gateway (Go) needs ${absent.length ? absent.join(", ") : GO_GATEWAY_SOURCES}: apt-get install -y ${GO_GATEWAY_PACKAGES}` };
   }
-  const binary = execFileSync(path.join(ROOT, "bench/grpc-gateway/build.sh"), [path.join(os.tmpdir(), "petstore-grpc-gateway")], {
-    encoding: "utf8",
-  }).trim();
+  let binary: string;
+  try {
+    binary = execFileSync(path.join(ROOT, "bench/grpc-gateway/build.sh"), [path.join(os.tmpdir(), "petstore-grpc-gateway")], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    }).trim();
+  } catch (err) {
+    const stderr = String((err as { stderr?: string }).stderr ?? err).trim().split("\n").slice(-3).join(" ");
+    return { missing: `grpc-gateway (Go) did not build (bench/grpc-gateway/build.sh): ${stderr}` };
+  }
   const port = await freePort();
   const address = `http://127.0.0.1:${port}`;
   const proc = spawnProcess("grpc-gateway", binary, [], { PET_SERVICE_ADDR: petAddress, GW_LISTEN: `127.0.0.1:${port}` }, dir);

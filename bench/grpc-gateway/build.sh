@@ -14,7 +14,12 @@ if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
 gopath="$out/gopath"
 rm -rf "$gopath/src/petstore.local"
 mkdir -p "$gopath/src/petstore.local/gen" "$gopath/src/petstore.local/gw"
-protoc -I "$root/proto" \
+# Debian's protoc-gen-go (1.3) predates proto3 `optional`; without the keyword a field has the same
+# wire format, and only presence (which this proxy never inspects) is lost, so build from a copy without it.
+proto="$out/proto"
+rm -rf "$proto" && mkdir -p "$proto/petstore/v1"
+sed -E 's/^([[:space:]]*)optional /\1/' "$root/proto/petstore/v1/pet_service.proto" > "$proto/petstore/v1/pet_service.proto"
+protoc -I "$proto" \
   --go_out=plugins=grpc:"$gopath/src" \
   --grpc-gateway_out=logtostderr=true,grpc_api_configuration="$here/api.yaml":"$gopath/src" \
   petstore/v1/pet_service.proto

@@ -19,6 +19,7 @@ import type { ListPetsRequest, ListPetsResponse } from "../proto/types.js";
 import { createServer } from "../pet-service/server.js";
 import { all, closeDatabase, exec, openDatabase } from "../pet-service/store/sqlite-calls.js";
 import { SqlitePetStore } from "../pet-service/store/sqlite-pet-store.js";
+import { cpuSince, fmt, median, timePerCall, today } from "./stats.js";
 
 const { values } = parseArgs({
   options: { pets: { type: "string", default: "100000" }, rounds: { type: "string", default: "7" }, calls: { type: "string", default: "500" } },
@@ -67,12 +68,8 @@ try {
       const r = results.get(page.name) ?? { grpcUs: [], cpuUs: [], storeUs: [], offsetUs: [] };
       results.set(page.name, r);
       const cpu = process.cpuUsage();
-      const started = performance.now();
-      for (let i = 0; i < CALLS; i++) await listPets(page.request);
-      const elapsedUs = (performance.now() - started) * 1000;
-      const used = process.cpuUsage(cpu);
-      r.grpcUs.push(elapsedUs / CALLS);
-      r.cpuUs.push((used.user + used.system) / CALLS);
+      r.grpcUs.push(await timePerCall(() => listPets(page.request), CALLS));
+      r.cpuUs.push(cpuSince(cpu) / CALLS);
       r.storeUs.push(await timePerCall(() => store.list({ limit: LIMIT + 1, afterId: page.afterId })));
       const offset = Number(page.afterId);
       r.offsetUs.push(await timePerCall(() => all(side, `SELECT id, name, category_id, status FROM pets ORDER BY id LIMIT ${LIMIT + 1} OFFSET ${offset}`)));
@@ -84,14 +81,12 @@ try {
   await server.shutdown();
   await store.close();
 
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const us = (n: number) => Math.round(n).toLocaleString("en-US");
   const rows = [...results].map(
-    ([name, r]) => `| ${name} | ${us(median(r.grpcUs))} | ${us(median(r.cpuUs))} | ${us(median(r.storeUs))} | ${us(median(r.offsetUs))} |`,
+    ([name, r]) => `| ${name} | ${fmt(median(r.grpcUs))} | ${fmt(median(r.cpuUs))} | ${fmt(median(r.storeUs))} | ${fmt(median(r.offsetUs))} |`,
   );
   process.stdout.write(
     [
-      `ListPets(limit=${LIMIT}) on ${PETS.toLocaleString("en-US")} pets (SQLite), ${ROUNDS} alternating rounds × ${CALLS} sequential calls; medians. ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model ?? "?"}, ${os.cpus().length} cores, Node ${process.version}.`,
+      `ListPets(limit=${LIMIT}) on ${PETS.toLocaleString("en-US")} pets (SQLite), ${ROUNDS} alternating rounds × ${CALLS} sequential calls; medians. ${today()}, ${os.cpus()[0]?.model ?? "?"}, ${os.cpus().length} cores, Node ${process.version}.`,
       "",
       "| page | gRPC latency µs/call | CPU-µs/call (client + server) | store.list µs/call (keyset) | OFFSET query µs/call (for contrast) |",
       "|---|---:|---:|---:|---:|",
@@ -119,8 +114,3 @@ async function fill(file: string, count: number): Promise<void> {
   await closeDatabase(db);
 }
 
-async function timePerCall(call: () => Promise<unknown>, calls = 200): Promise<number> {
-  const started = performance.now();
-  for (let i = 0; i < calls; i++) await call();
-  return ((performance.now() - started) * 1000) / calls;
-}

@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import type { Counter, Histogram } from "prom-client";
-import { loadPetStorePackage } from "../proto/load.js";
+import { loadPetServiceDefinition, loadPetStorePackage, withGeneratedCodecs } from "../proto/load.js";
 import type {
   CreatePetRequest,
   CreatePetResponse,
@@ -87,7 +87,7 @@ type Unary<Req, Res> = (
  * success path both cost the same CPU within the noise of a micro-check (README, "Several replicas").
  */
 export function createPetClient(opts: PetClientOptions): PetClient {
-  const { PetService } = loadPetStorePackage();
+  const { PetService } = loadPetStorePackage(withGeneratedCodecs(loadPetServiceDefinition()));
   const client = new PetService(opts.address, grpc.credentials.createInsecure(), PET_SERVICE_CHANNEL_OPTIONS);
 
   function call<Req, Res>(method: string) {

@@ -4,7 +4,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation, protoPath as healthProtoPath } from "grpc-health-check";
 import type { Logger } from "../lib/logger.js";
-import { LOADER_OPTIONS, loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.js";
+import { LOADER_OPTIONS, loadPetServiceDefinition, PET_SERVICE_NAME, withGeneratedCodecs } from "../proto/load.js";
 import { petServiceHandlers, type HandlerDeps } from "./handlers.js";
 import { createStorageHealth, type StorageHealth } from "./storage-health.js";
 import type { PetStore } from "./store/pet-store.js";
@@ -62,7 +62,10 @@ export function createServer(deps: PetServerDeps): PetServer {
     onChange: (serving) => health.setStatus(PET_SERVICE_NAME, serving ? "SERVING" : "NOT_SERVING"),
     ...deps.storageHealth,
   });
-  server.addService(definition[PET_SERVICE_NAME] as grpc.ServiceDefinition, petServiceHandlers({ ...deps, store: storage.guard(deps.store) }));
+  server.addService(
+    withGeneratedCodecs(definition)[PET_SERVICE_NAME] as grpc.ServiceDefinition,
+    petServiceHandlers({ ...deps, store: storage.guard(deps.store) }),
+  );
 
   health.addToServer(server);
   new ReflectionService({ ...definition, ...loadHealthDefinition() }).addToServer(server);

@@ -29,6 +29,14 @@ function sfString(value: string): string {
   return `"${value.replace(/[\\"]/g, "\\$&")}"`;
 }
 
+/** The quoted policy name of each window length, made once (the same few lengths every request). */
+const quotedNames = new Map<number, string>();
+const quotedPolicyName = (windowSeconds: number): string => {
+  let quoted = quotedNames.get(windowSeconds);
+  if (quoted === undefined) quotedNames.set(windowSeconds, (quoted = sfString(policyName(windowSeconds))));
+  return quoted;
+};
+
 export function rateLimitHeaders(decision: Decision, names?: readonly string[]): Record<string, string> {
   const { windows, nowMs, retryAfterSeconds } = decision;
   const banned = decision.outcome === "banned";
@@ -36,7 +44,7 @@ export function rateLimitHeaders(decision: Decision, names?: readonly string[]):
   const view = windows.map((w, i) => {
     const untilRelease = Math.max(0, Math.ceil((w.releaseAtMs - nowMs) / 1000));
     return {
-      name: sfString(names?.[i] ?? policyName(w.windowSeconds)),
+      name: names?.[i] !== undefined ? sfString(names[i]!) : quotedPolicyName(w.windowSeconds),
       limit: w.limit,
       windowSeconds: w.windowSeconds,
       remaining: banned ? 0 : w.remaining,

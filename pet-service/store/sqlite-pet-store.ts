@@ -39,7 +39,19 @@ export const SQLITE_STATEMENTS = {
 } as const;
 
 type QueryKey = keyof typeof SQLITE_STATEMENTS;
-type Statements = Record<QueryKey, sqlite3.Statement>;
+/** Each query's prepared statements: one for the insert (the writer), READ_STATEMENT_COPIES for each read. */
+type Statements = Record<QueryKey, sqlite3.Statement[]>;
+
+/**
+ * node-sqlite3 runs one call at a time per statement: with a single statement, concurrent reads
+ * queue behind each other and each finishes in an event-loop turn of its own. With copies on the
+ * reader connection their answers finish together and share the wake-ups and HTTP/2 writes of
+ * one turn. Pet service alone, CPU-µs per ListPets(20): 1 copy 492, 4 copies 290 (twice the
+ * calls per second); 8 vs 4: 297 vs 342; 16 vs 8: 355 vs 365, and 428 vs 488 on the full path
+ * (README, Performance notes). Each read is still its own implicit transaction on the reader,
+ * seeing what was committed.
+ */
+const READ_STATEMENT_COPIES = 16;
 
 /** The `query` label of each statement in pet_service_sqlite_query_duration_seconds. */
 const QUERY_NAMES: Readonly<Record<QueryKey, SqliteQuery>> = {
@@ -106,6 +118,8 @@ export class SqlitePetStore implements PetStore {
   /** The running flush (batches until the queue is empty), if any. */
   private flushing: Promise<void> | undefined;
   private readonly counters: CommitStats = { commits: 0, writes: 0 };
+  /** Picks the next copy of a read statement, in turn. */
+  private turn = 0;
 
   private constructor(
     /** The database file's directory: where a read-only file system is recognised. */
@@ -135,7 +149,10 @@ export class SqlitePetStore implements PetStore {
       reader = await openDatabase(file);
       await exec(reader, "PRAGMA query_only = 1;");
       const entries = await Promise.all(
-        Object.entries(SQLITE_STATEMENTS).map(async ([key, sql]) => [key, await prepare(key === "insert" ? writer : reader!, sql)] as const),
+        Object.entries(SQLITE_STATEMENTS).map(async ([key, sql]) => {
+          const copies = key === "insert" ? [writer] : Array<sqlite3.Database>(READ_STATEMENT_COPIES).fill(reader!);
+          return [key, await Promise.all(copies.map((db) => prepare(db, sql)))] as const;
+        }),
       );
       const idempotency = await Promise.all(
         Object.entries(IDEMPOTENCY_STATEMENTS).map(async ([key, sql]) => [key, await prepare(writer, sql)] as const),
@@ -204,7 +221,7 @@ export class SqlitePetStore implements PetStore {
       .then(() => this.flushing)
       .then(() =>
         Promise.all(
-          [...Object.values(this.statements), ...Object.values(this.idempotency)].map(
+          [...Object.values(this.statements).flat(), ...Object.values(this.idempotency)].map(
             (s) => new Promise<void>((resolve) => s.finalize(() => resolve())),
           ),
         ),
@@ -306,7 +323,8 @@ export class SqlitePetStore implements PetStore {
     const timer = this.timers[key];
     const started = timer && performance.now();
     return new Promise((resolve, reject) => {
-      this.statements[key].all<Row>(params, (err, rows) => {
+      const copies = this.statements[key];
+      copies[this.turn++ % copies.length]!.all<Row>(params, (err, rows) => {
         if (timer) timer.observe((performance.now() - started!) / 1000);
         if (err) reject(err);
         else resolve(rows);

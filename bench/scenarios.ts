@@ -1,0 +1,230 @@
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import type { PrivateRedis } from "../tests/helpers/redis-server.js";
+import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.js";
+import { h2load, wrk, type HttpTarget, type Run } from "./load.js";
+import { log } from "./processes.js";
+import {
+  createPrivateDatabase,
+  rawCall,
+  seedPets,
+  startFixedGrpcServer,
+  startFront,
+  startGateway,
+  startGoGateway,
+  startPetService,
+  type Service,
+} from "./stack.js";
+
+/**
+ * The scenarios of `npm run bench`, each a load tool pointed at one front, with the processes
+ * whose CPU it measures. Every process is started once; the scenarios share the one pet service.
+ */
+
+export interface Scenario {
+  /** Short name: a, b, c, … (--only takes these). */
+  key: string;
+  label: string;
+  /** Measured processes by column: front, pet (pet:0, pet:1, … for replicas), redis. */
+  pids: Record<string, number>;
+  run(durationSeconds: number): Promise<Run>;
+}
+
+export interface ScenarioOptions {
+  dir: string;
+  keysDir: string;
+  /** The Authorization header of a key that is never limited. */
+  auth: Record<string, string>;
+  redis: PrivateRedis;
+  settings: { connections: number; seed: number };
+  profileDir?: string;
+  /** Only these scenario keys (the processes of the others are not started either). */
+  only?: string[];
+  /**
+   * Another checkout (e.g. `git worktree add /tmp/base main`, with node_modules): its own pet
+   * service and gateway run beside ours, as scenarios a@base and g@base, so a change is compared
+   * with its base in alternating rounds of one run.
+   */
+  compareRoot?: string;
+  /** Build and run grpc-gateway (Go) when Debian's packages are there (not in --smoke: the first build takes a minute). */
+  goGateway: boolean;
+  /** Rows with PostgreSQL (a private database) behind two pet-service replicas. */
+  postgres: boolean;
+}
+
+export interface Scenarios {
+  scenarios: Scenario[];
+  /** The HTTP targets of (a) to (d), for the open-loop rows and the Redis command counts. */
+  targets: Record<"a" | "b" | "c" | "d", HttpTarget>;
+  /** Scenarios that could not run here, with the reason (shown under the table). */
+  notMeasured: string[];
+  /** Drops what the scenarios created outside their processes (the PostgreSQL database); after stopAll(). */
+  cleanUp(): void;
+}
+
+const LOG_LEVEL = "info";
+const NEW_PET = { name: "Bench pet", categoryId: 7, status: "pending" };
+
+export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> {
+  const { dir, keysDir, auth, redis, settings } = opts;
+  const wanted = (key: string) => !opts.only || opts.only.includes(key);
+  const loadOpts = (pids: Record<string, number>, durationSeconds: number) => ({ durationSeconds, connections: settings.connections, pids, dir });
+
+  const pet = await startPetService({ dir, name: "pet-service", db: path.join(dir, "pets.sqlite"), logLevel: LOG_LEVEL, ...profile(opts) });
+  const gateway = (name: string, redisUrl?: string) =>
+    startGateway({ dir, name, petAddress: pet.address, keysDir, logLevel: LOG_LEVEL, ...(redisUrl && { redisUrl }), ...profile(opts) });
+  const gwRedis = await gateway("gateway-redis", redis.url);
+  const gwMemory = wanted("a-mem") || wanted("c-mem") ? await gateway("gateway-memory") : undefined;
+
+  await seedPets(gwRedis.address, auth, settings.seed);
+  const listed = await fetch(`${gwRedis.address}/v1/pets?limit=20`, { headers: auth });
+  const body = await listed.text();
+  if (listed.status !== 200) throw new Error(`GET /v1/pets?limit=20 answered ${listed.status}: ${body}`);
+  const bodyFile = path.join(dir, "body.json");
+  writeFileSync(bodyFile, body);
+
+  const bare = await startFront(dir, "bare-express", "bench/bare-express.ts", { BARE_BODY_FILE: bodyFile }, "/v1/pets");
+  const floor = (mode: string) =>
+    startFront(dir, `floor-${mode}`, "bench/express-grpc-floor.ts", { FLOOR_MODE: mode, PET_SERVICE_ADDR: pet.address, FLOOR_BODY_FILE: bodyFile }, "/v1/pets?limit=20");
+  const naive = wanted("e") ? await floor("naive") : undefined;
+  const passThrough = wanted("f") ? await floor("pass-through") : undefined;
+  for (const front of [bare, naive, passThrough]) {
+    if (front && (await (await fetch(`${front.address}/v1/pets?limit=20`)).text()) !== body) {
+      throw new Error(`${front.proc.name} does not answer the gateway's bytes`);
+    }
+  }
+
+  const list = (s: Service): HttpTarget => ({ url: `${s.address}/v1/pets?limit=20`, headers: auth, status: 200 });
+  const noop = (s: Service): HttpTarget => ({ url: `${s.address}/v1/bench-noop`, headers: auth, status: 404 });
+  const create = (s: Service): HttpTarget => ({
+    url: `${s.address}/v1/pets`,
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify(NEW_PET),
+    status: 201,
+  });
+  const targets = { a: list(gwRedis), b: { url: `${bare.address}/v1/pets?limit=20`, status: 200 }, c: noop(gwRedis), d: create(gwRedis) };
+
+  /** The processes a scenario's requests go through: its front, and the pet service and Redis when they do. */
+  const pids = (front: Service | undefined, uses: { pet: boolean; redis: boolean }) => ({
+    ...(front && { front: front.proc.pid }),
+    ...(uses.pet && { pet: pet.proc.pid }),
+    ...(uses.redis && { redis: redis.process.pid! }),
+  });
+  const http = (key: string, label: string, target: HttpTarget, front: Service, withRedis = false, viaPet = true): Scenario => {
+    const measured = pids(front, { pet: viaPet, redis: withRedis });
+    return { key, label, pids: measured, run: (seconds) => wrk(target, loadOpts(measured, seconds)) };
+  };
+  const grpcDirect = async (key: string, label: string, method: PetMethod, request: object): Promise<Scenario> => {
+    const frame = grpcFrame(await checkedRequest(pet.address, method, request));
+    const measured = pids(undefined, { pet: true, redis: false });
+    const url = `http://${pet.address}${methodPath(method)}`;
+    return { key, label, pids: measured, run: (seconds) => h2load({ url, frame }, loadOpts(measured, seconds)) };
+  };
+
+  const all: (Scenario | undefined)[] = [
+    http("a", "(a) full path: GET /v1/pets?limit=20 (auth, Redis quota, gRPC, SQLite; 20 pets)", targets.a, gwRedis, true),
+    gwMemory && http("a-mem", "(a) full path at LOG_LEVEL=info, memory limiter (no Redis)", list(gwMemory), gwMemory),
+    http("b", "(b) bare Express: GET /v1/pets, the same bytes", targets.b, bare, false, false),
+    http("c", "(c) auth + limiter only: GET /v1/bench-noop → 404 after the guard (Redis)", targets.c, gwRedis, true, false),
+    gwMemory && http("c-mem", "(c) auth + limiter only, memory limiter", noop(gwMemory), gwMemory, false, false),
+    http("d", "(d) POST /v1/pets (a new pet each, committed and fsynced; Redis quota)", targets.d, gwRedis, true),
+    naive && http("e", "(e) floor: naive Express handler calling grpc-js with proto-loader (no auth, limits or logs)", list(naive), naive),
+    passThrough && http("f", "(f) floor: Express + one pass-through grpc-js call (fixed bytes both ways)", list(passThrough), passThrough),
+    wanted("g") ? await grpcDirect("g", "(g) floor: the pet service alone, ListPets(limit=20) over gRPC (h2load)", "ListPets", { limit: 20 }) : undefined,
+    wanted("h")
+      ? await grpcDirect("h", "(h) the pet service alone, CreatePet over gRPC (h2load)", "CreatePet", {
+          name: NEW_PET.name,
+          categoryId: String(NEW_PET.categoryId),
+          status: "PET_STATUS_PENDING",
+        })
+      : undefined,
+  ];
+  if (opts.compareRoot) {
+    const root = opts.compareRoot;
+    const basePet = await startPetService({ dir, name: "pet-service-base", db: path.join(dir, "pets-base.sqlite"), logLevel: LOG_LEVEL, root, ...profile(opts) });
+    const baseGateway = await startGateway({ dir, name: "gateway-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, redisUrl: redis.url, root, ...profile(opts) });
+    await seedPets(baseGateway.address, auth, settings.seed);
+    const basePids = { front: baseGateway.proc.pid, pet: basePet.proc.pid, redis: redis.process.pid! };
+    const baseFrame = grpcFrame(await checkedRequest(basePet.address, "ListPets", { limit: 20 }));
+    const baseMemory = await startGateway({ dir, name: "gateway-memory-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, root, ...profile(opts) });
+    const memoryPids = { front: baseMemory.proc.pid };
+    all.push(
+      { key: "c-mem@base", label: `(c) auth + limiter only, memory limiter, ${root}`, pids: memoryPids, run: (seconds) => wrk(noop(baseMemory), loadOpts(memoryPids, seconds)) },
+      { key: "a@base", label: `(a) full path, ${root}`, pids: basePids, run: (seconds) => wrk(list(baseGateway), loadOpts(basePids, seconds)) },
+      {
+        key: "g@base",
+        label: `(g) the pet service alone, ${root}`,
+        pids: { pet: basePet.proc.pid },
+        run: (seconds) => h2load({ url: `http://${basePet.address}${methodPath("ListPets")}`, frame: baseFrame }, loadOpts({ pet: basePet.proc.pid }, seconds)),
+      },
+    );
+  }
+  const notMeasured: string[] = [];
+  if (wanted("k")) {
+    const request = encodeRequest("ListPets", { limit: 20 });
+    const replyFile = path.join(dir, "list-reply.bin");
+    writeFileSync(replyFile, await rawCall(pet.address, "ListPets", request));
+    const fixed = await startFixedGrpcServer(dir, replyFile, request);
+    const measured = { pet: fixed.proc.pid };
+    const url = `http://${fixed.address}${methodPath("ListPets")}`;
+    const frame = grpcFrame(request);
+    all.push({
+      key: "k",
+      label: "(k) floor: a grpc-js server answering ListPets with fixed bytes (h2load; no protobuf, SQLite or logs)",
+      pids: measured,
+      run: (seconds) => h2load({ url, frame }, loadOpts(measured, seconds)),
+    });
+  }
+  if (opts.goGateway && wanted("i")) {
+    const go = await startGoGateway(dir, pet.address);
+    if ("missing" in go) notMeasured.push(go.missing);
+    else all.push(http("i", "(i) grpc-gateway (Go) in front of the same pet service: GET /v1/pets?limit=20, its own JSON, no auth or limits", list(go), go));
+  }
+  let cleanUp = () => {};
+  if (opts.postgres && (wanted("a-pg") || wanted("d-pg"))) {
+    const database = createPrivateDatabase();
+    if ("missing" in database) notMeasured.push(database.missing);
+    else {
+      cleanUp = database.drop;
+      // One after the other: the first creates the schema.
+      const replicas: Service[] = [];
+      for (const i of [0, 1]) replicas.push(await startPetService({ dir, name: `pet-service-pg-${i}`, db: database.url, logLevel: LOG_LEVEL, ...profile(opts) }));
+      const front = await startGateway({
+        dir,
+        name: "gateway-pg",
+        petAddress: `ipv4:${replicas.map((r) => r.address).join(",")}`,
+        keysDir,
+        logLevel: LOG_LEVEL,
+        redisUrl: redis.url,
+        ...profile(opts),
+      });
+      await seedPets(front.address, auth, settings.seed);
+      const measured = { front: front.proc.pid, "pet:0": replicas[0]!.proc.pid, "pet:1": replicas[1]!.proc.pid, redis: redis.process.pid! };
+      // PostgreSQL's backends for the replicas' pooled connections, as they are when the run starts.
+      const withBackends = () => ({ ...measured, ...Object.fromEntries(database.backendPids().map((pid) => [`postgres:${pid}`, pid])) });
+      const row = (key: string, label: string, target: HttpTarget): Scenario => ({
+        key,
+        label,
+        pids: measured,
+        run: (seconds) => wrk(target, loadOpts(withBackends(), seconds)),
+      });
+      all.push(
+        row("a-pg", "(a) full path, PostgreSQL behind two pet-service replicas (round robin; CPU of both replicas added up; PostgreSQL's backends in the last column)", list(front)),
+        row("d-pg", "(d) POST /v1/pets, PostgreSQL behind two pet-service replicas", create(front)),
+      );
+    }
+  }
+  const scenarios = all.filter((s): s is Scenario => s !== undefined && wanted(s.key));
+  log(`scenarios: ${scenarios.map((s) => s.key).join(", ")}`);
+  return { scenarios, targets, notMeasured, cleanUp };
+}
+
+const profile = (opts: ScenarioOptions) => (opts.profileDir ? { profileDir: opts.profileDir } : {});
+
+/** The encoded request, after checking that the pet service answers it with OK (h2load sees HTTP statuses only). */
+async function checkedRequest(address: string, method: PetMethod, request: object): Promise<Buffer> {
+  const bytes = encodeRequest(method, request);
+  await rawCall(address, method, bytes);
+  return bytes;
+}

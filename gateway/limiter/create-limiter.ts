@@ -73,7 +73,12 @@ export function createLimiter(opts: LimiterOptions): Limiter {
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     isPrimaryReady: () => isRedisReady(redis),
     // On Cluster a subject belongs to the master of its slot, as the client last learned it.
-    ...(redis instanceof Cluster ? { nodeOf: (subject: string) => redis.slots[subjectSlot(subject)]?.[0] ?? "unknown" } : {}),
+    ...(redis instanceof Cluster
+      ? {
+          nodeOf: (subject: string) => redis.slots[subjectSlot(subject)]?.[0] ?? "unknown",
+          isNode: (node: string) => redis.slots.some((owners) => owners?.[0] === node),
+        }
+      : {}),
     liveReplicas: presence.liveReplicas,
     ...(opts.probeIntervalMs ? { probeIntervalMs: opts.probeIntervalMs } : {}),
   });

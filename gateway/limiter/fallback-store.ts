@@ -9,6 +9,8 @@
  * the node slow, partitioned or failing over) skips that node for `probeIntervalMs` before its
  * next subject tries it again, so requests do not each pay the command timeout. While the client
  * as a whole is not ready (disconnected, reconnecting) every decision comes from memory at once.
+ * A failover replaces a node rather than healing it: once `isNode` says a failed node holds no
+ * slots any more, its outage is over (its subjects already go to the new master).
  *
  * Never over-admitting: from memory a replica admits only its share of each limit, the limit
  * divided by the live replicas (presence.ts; rounded down), so the replicas together admit at
@@ -39,6 +41,8 @@ export interface FallbackStoreOptions {
   isPrimaryReady?: () => boolean;
   /** The Redis node holding a subject's keys (Cluster: its slot's master). Default: one node for all. */
   nodeOf?: (subject: string) => string;
+  /** Whether a node still holds slots (Cluster: the client's slot map). Default: always. */
+  isNode?: (node: string) => boolean;
   /** Live gateway replicas (presence.ts), undefined while unknown. Default 1: a lone gateway. */
   liveReplicas?: () => number | undefined;
   /** After a node fails, how long its subjects are decided from memory before it is tried again (default 1000 ms). */
@@ -67,6 +71,7 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   const isPrimaryReady = opts.isPrimaryReady ?? (() => true);
   const sharded = opts.nodeOf !== undefined;
   const nodeOf = opts.nodeOf ?? (() => ONE_NODE);
+  const isNode = opts.isNode ?? (() => true);
   const liveReplicas = opts.liveReplicas ?? (() => 1);
   const probeIntervalMs = opts.probeIntervalMs ?? 1000;
   const clock = opts.clock ?? Date.now;
@@ -76,8 +81,19 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   const announced = new Set<string>();
 
   // A client that is not ready is a full outage even before a request has noticed it (readiness asks).
-  const outage = (): Outage =>
-    !isPrimaryReady() || down.has(ALL) || (!sharded && down.size > 0) ? "full" : down.size > 0 ? "partial" : "none";
+  const outage = (): Outage => {
+    forgetReplaced();
+    return !isPrimaryReady() || down.has(ALL) || (!sharded && down.size > 0) ? "full" : down.size > 0 ? "partial" : "none";
+  };
+
+  // A failed master that a failover replaced never answers again, so no decision would end its
+  // outage: it is dropped once the slot map no longer has it (looked at once per probe interval).
+  let nextSweepAt = 0;
+  function forgetReplaced(): void {
+    if (!sharded || down.size === 0 || clock() < nextSweepAt) return;
+    nextSweepAt = clock() + probeIntervalMs;
+    for (const node of down.keys()) if (node !== ALL && !isNode(node)) recovered(node, "redis node replaced by a failover, limiting from redis");
+  }
 
   /** A failed decision (counted), or the client found not ready (counted once, unless already in an outage). */
   function markDown(node: string, retryAt: number, err: unknown): void {
@@ -95,10 +111,10 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
     logger.error({ err, node }, "redis unavailable, limiting from memory");
   }
 
-  function recovered(node: string): void {
+  function recovered(node: string, msg = "redis available again, limiting from redis"): void {
     if (!down.delete(node)) return;
     if (down.size === 0) metrics?.fallbackActive.set(0);
-    if (announced.delete(node)) logger.info({ node }, "redis available again, limiting from redis");
+    if (announced.delete(node)) logger.info({ node }, msg);
   }
 
   // Each replica's share of each window's limit, per windows array (callers reuse theirs) and
@@ -135,6 +151,7 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
         if (node !== undefined) {
           recovered(ALL);
           recovered(node);
+          forgetReplaced();
         }
         if (decision.outcome === "admitted") fallback.record(subject, windows);
         return decision;
@@ -146,7 +163,10 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
     },
     usingFallback: () => outage() !== "none",
     outage,
-    nodesInFallback: () => [...down.keys()],
+    nodesInFallback: () => {
+      forgetReplaced();
+      return [...down.keys()];
+    },
     async close() {
       await Promise.allSettled([primary.close(), fallback.close()]);
     },

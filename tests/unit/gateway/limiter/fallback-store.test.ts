@@ -38,7 +38,9 @@ function primaryOf(nodeOf: (subject: string) => string) {
 
 function setup(opts: { replicas?: number | undefined } = {}) {
   let now = T0;
-  const nodeOf = (subject: string) => (subject.startsWith("a:") ? "node-a" : "node-b");
+  // The master of "a:" subjects; a failover replaces it (`failover`).
+  let masterA = "node-a";
+  const nodeOf = (subject: string) => (subject.startsWith("a:") ? masterA : "node-b");
   const primary = primaryOf(nodeOf);
   const lines: { msg: string; node?: string }[] = [];
   const store = createFallbackStore({
@@ -46,11 +48,12 @@ function setup(opts: { replicas?: number | undefined } = {}) {
     fallback: createMemoryStore({ ban: BAN, clock: () => now }),
     logger: pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) }),
     nodeOf,
+    isNode: (node) => node === masterA || node === "node-b",
     liveReplicas: () => ("replicas" in opts ? opts.replicas : 2),
     clock: () => now,
     probeIntervalMs: 1000,
   });
-  return { store, primary, lines, advance: (ms: number) => (now += ms) };
+  return { store, primary, lines, advance: (ms: number) => (now += ms), failover: () => (masterA = "node-c") };
 }
 
 const w = (perMinute: number): WindowLimit[] => windowsForLimits({ perMinute, perDay: 10_000 });
@@ -88,6 +91,20 @@ describe("fallback store", () => {
     await store.hit("a:1", windows);
     expect(store.outage()).toBe("none");
     expect(lines.map((l) => l.msg)).toEqual(["redis unavailable, limiting from memory", "redis available again, limiting from redis"]);
+  });
+
+  it("a failed node that a failover replaced ends its outage, though it never answers again", async () => {
+    const { store, primary, lines, advance, failover } = setup();
+    primary.failing.add("node-a");
+    const windows = w(10);
+    await store.hit("a:1", windows);
+    expect(store.nodesInFallback()).toEqual(["node-a"]);
+    failover();
+    advance(1000);
+    expect((await store.hit("a:1", windows)).windows[0]!.limit).toBe(10); // the new master decides
+    expect(store.outage()).toBe("none");
+    expect(store.nodesInFallback()).toEqual([]);
+    expect(lines.map((l) => l.msg)).toEqual(["redis unavailable, limiting from memory", "redis node replaced by a failover, limiting from redis"]);
   });
 
   it("from memory admits floor(limit / replicas) and shows that share in the decision", async () => {

@@ -1,12 +1,12 @@
 import express from "express";
 import { z } from "zod";
-import { parseEnv, port } from "../lib/config.js";
+import { decimalText, parseEnv, port } from "../lib/config.js";
 import { redisUrl } from "../lib/redis-client.js";
 import { GRPC_TARGET_FORMS, isGrpcTarget } from "./grpc-target.js";
 import type { Upstream } from "./upstreams.js";
 
 const positiveInt = (fallback: number, what: string) =>
-  z.coerce.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`).default(fallback);
+  z.preprocess(decimalText, z.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`)).default(fallback);
 
 /** "true"/"false", a hop count, or a list of trusted proxy addresses/subnets (Express syntax). */
 const trustProxy = z
@@ -48,7 +48,7 @@ export const GATEWAY_ENV = z.object({
   STORE_UPSTREAM_URL: httpUrl.optional(),
   CATEGORIES_UPSTREAM_URL: httpUrl.optional(),
   UPSTREAM_TIMEOUT_MS: positiveInt(5000, "a positive number of milliseconds"),
-  SHUTDOWN_DELAY_MS: z.coerce.number({ error: "must be milliseconds" }).int("must be an integer").min(0, "must be ≥ 0").default(0),
+  SHUTDOWN_DELAY_MS: z.preprocess(decimalText, z.number({ error: "must be milliseconds" }).int("must be an integer").min(0, "must be ≥ 0")).default(0),
   SHUTDOWN_GRACE_MS: positiveInt(10_000, "a positive number of milliseconds"),
   /** A client must have sent the request line and headers within this (slow clients get 408). */
   HEADERS_TIMEOUT_MS: positiveInt(10_000, "a positive number of milliseconds"),

@@ -39,6 +39,9 @@ describe("gateway configuration", () => {
     ["HEADERS_TIMEOUT_MS", "0"],
     ["REQUEST_TIMEOUT_MS", "5000"], // shorter than the default headers timeout
     // Not true/false, a hop count or addresses/subnets: Express would throw only when the app is built.
+    ["GATEWAY_PORT", " "],
+    ["BODY_LIMIT_BYTES", "0x4000"],
+    ["SHUTDOWN_DELAY_MS", " "],
     ["TRUST_PROXY", "yes"],
     ["TRUST_PROXY", "TRUE"],
     ["TRUST_PROXY", "10.0.0.0/8, proxy.internal"],

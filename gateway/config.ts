@@ -1,17 +1,34 @@
+import express from "express";
 import { z } from "zod";
-import { parseEnv, port } from "../lib/config.js";
+import { decimalText, parseEnv, port } from "../lib/config.js";
 import { redisUrl } from "../lib/redis-client.js";
 import { GRPC_TARGET_FORMS, isGrpcTarget } from "./grpc-target.js";
 import type { Upstream } from "./upstreams.js";
 
 const positiveInt = (fallback: number, what: string) =>
-  z.coerce.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`).default(fallback);
+  z.preprocess(decimalText, z.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`)).default(fallback);
 
 /** "true"/"false", a hop count, or a list of trusted proxy addresses/subnets (Express syntax). */
 const trustProxy = z
   .string()
   .default("false")
-  .transform((v) => (v === "true" ? true : v === "false" ? false : /^[0-9]+$/.test(v) ? Number(v) : v));
+  .transform((v) => (v === "true" ? true : v === "false" ? false : /^[0-9]+$/.test(v) ? Number(v) : v))
+  // Express compiles an address list only when the app is built, and a typo ("yes") then crashed
+  // the started gateway with a stack trace: compile it here, so it is a config error like any other.
+  .refine(
+    (v) => {
+      try {
+        express().set("trust proxy", v);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { error: "must be true, false, a hop count or a list of addresses/subnets (loopback, 10.0.0.0/8, …)" },
+  );
+
+/** An http:// or https:// URL (z.string().url() alone takes any scheme: ftp:, mailto:, …). */
+const httpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
 
 export const GATEWAY_ENV = z.object({
   GATEWAY_HOST: z.string().default("0.0.0.0"),
@@ -28,10 +45,10 @@ export const GATEWAY_ENV = z.object({
   BAN_SECONDS: positiveInt(900, "a positive number of seconds"),
   TRUST_PROXY: trustProxy,
   BODY_LIMIT_BYTES: positiveInt(16 * 1024, "a positive number of bytes"),
-  STORE_UPSTREAM_URL: z.string().url("must be an http(s) URL").optional(),
-  CATEGORIES_UPSTREAM_URL: z.string().url("must be an http(s) URL").optional(),
+  STORE_UPSTREAM_URL: httpUrl.optional(),
+  CATEGORIES_UPSTREAM_URL: httpUrl.optional(),
   UPSTREAM_TIMEOUT_MS: positiveInt(5000, "a positive number of milliseconds"),
-  SHUTDOWN_DELAY_MS: z.coerce.number({ error: "must be milliseconds" }).int("must be an integer").min(0, "must be ≥ 0").default(0),
+  SHUTDOWN_DELAY_MS: z.preprocess(decimalText, z.number({ error: "must be milliseconds" }).int("must be an integer").min(0, "must be ≥ 0")).default(0),
   SHUTDOWN_GRACE_MS: positiveInt(10_000, "a positive number of milliseconds"),
   /** A client must have sent the request line and headers within this (slow clients get 408). */
   HEADERS_TIMEOUT_MS: positiveInt(10_000, "a positive number of milliseconds"),

@@ -16,6 +16,8 @@ const LIMITER_UNAVAILABLE = new ApiError(
   "Rate limiting is temporarily unavailable for this key; retry after the time in Retry-After.",
 );
 
+const INVALID_TOKEN_CHALLENGE = `Bearer realm="pet-store", error="invalid_token"`;
+
 export interface GuardDeps {
   verifier: KeyVerifier;
   limiter: LimiterStore;
@@ -56,6 +58,8 @@ export function guard(deps: GuardDeps): RequestHandler {
 
     switch (decision.outcome) {
       case "revoked":
+        // A 401 like any other (RFC 6750 §3): revoked in Redis is still an invalid token.
+        res.set("WWW-Authenticate", INVALID_TOKEN_CHALLENGE);
         throw new ApiError("unauthorized", "This API key has been revoked.");
       case "banned":
         throw new ApiError("api_key_banned");
@@ -67,7 +71,7 @@ export function guard(deps: GuardDeps): RequestHandler {
         break;
     }
     if (authError) {
-      res.set("WWW-Authenticate", `Bearer realm="pet-store", error="invalid_token"`);
+      res.set("WWW-Authenticate", INVALID_TOKEN_CHALLENGE);
       throw new ApiError("unauthorized", authError.message);
     }
     res.locals.apiKey = apiKey;

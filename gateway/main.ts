@@ -1,4 +1,5 @@
-import type { AddressInfo } from "node:net";
+import type { ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import { runMain } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { loadGatewayConfig } from "./config.js";
@@ -24,9 +25,25 @@ await runMain(async () => {
   // notice) the listener closes, in-flight requests finish (forced after SHUTDOWN_GRACE_MS),
   // then the gRPC channel, Redis and the key watchers close and the process exits 0.
   let stopping = false;
+  // From SIGTERM on every response says Connection: close, those in flight included. Node keeps
+  // a connection alive after close() when its request was in flight: the client's pool may send
+  // more on it, and close() waited for the keep-alive timeout (5 s) or SHUTDOWN_GRACE_MS.
+  const sockets = new Set<Socket>();
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+  const closeAfterResponse = (res: ServerResponse | null | undefined) => {
+    if (res && !res.headersSent) res.setHeader("Connection", "close");
+  };
+  server.prependListener("request", (_req, res) => {
+    if (stopping) closeAfterResponse(res);
+  });
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    // The response a connection is writing now (the same field Node's own clientError handling reads).
+    for (const socket of sockets) closeAfterResponse((socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage);
     gateway.markStopping();
     logger.info({ signal, delayMs: config.SHUTDOWN_DELAY_MS }, "gateway shutting down");
     await new Promise((r) => setTimeout(r, config.SHUTDOWN_DELAY_MS));

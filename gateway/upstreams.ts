@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { pipeline } from "node:stream";
 import type { RequestHandler, Response } from "express";
 import { createProxyMiddleware, proxyEventsPlugin } from "http-proxy-middleware";
 import type { Logger } from "../lib/logger.js";
@@ -77,7 +78,11 @@ export function upstreamProxy(upstream: Upstream, opts: { timeoutMs: number; log
           if (value !== undefined && !HOP_BY_HOP.has(name)) res.setHeader(name, value);
         }
         res.statusCode = status;
-        proxyRes.pipe(res);
+        // Not pipe(): an upstream that died mid-body left the client's response open for good.
+        // pipeline cuts the client off then (and frees the upstream's socket if the client leaves).
+        pipeline(proxyRes, res, (err) => {
+          if (err) opts.logger.warn({ upstream: upstream.prefix, err: err.message, url: req.url }, "upstream response not completed");
+        });
       },
       error(err, req, res) {
         const code = timedOut.has(req) ? "upstream_timeout" : (NETWORK_ERRORS[(err as NodeJS.ErrnoException).code ?? ""] ?? "bad_gateway");

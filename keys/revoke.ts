@@ -54,7 +54,9 @@ export function resolveKey(keysDir: string, keyOrId: string, nowSeconds: number)
   if (!keyOrId.includes(".")) {
     const record = findIssued(keysDir, keyOrId);
     if (record) return { keyId: record.keyId, expiresAt: record.expiresAt };
-    const revoked = readRevoked(keysDir).revoked[keyOrId];
+    // Own entries only: "constructor" is no revoked key id.
+    const list = readRevoked(keysDir).revoked;
+    const revoked = Object.hasOwn(list, keyOrId) ? list[keyOrId] : undefined;
     if (revoked) return { keyId: keyOrId, expiresAt: revoked.expiresAt };
     throw new KeysError(`unknown key id ${JSON.stringify(keyOrId)}: not in the issued keys of ${keysDir}`);
   }

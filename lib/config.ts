@@ -27,13 +27,21 @@ export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEn
   return Object.freeze(result.data);
 }
 
+/**
+ * For z.preprocess: a variable's text as a number only when it is written in decimal. Number()
+ * (z.coerce) reads " " as 0 (GATEWAY_PORT=" " listened on a random port), "0x1f90" as 8080 and
+ * "1e3" as 1000; those stay strings, so the number schema refuses them.
+ */
+export const decimalText = (value: unknown): unknown =>
+  typeof value === "string" && /^-?[0-9]+(\.[0-9]+)?$/.test(value) ? Number(value) : value;
+
 /** A TCP port: an integer 0..65535 (0 picks a free port). */
 export const port = (fallback: number) =>
-  z.coerce
-    .number({ error: "must be a port number" })
-    .int("must be an integer port")
-    .min(0, "must be a port 0..65535")
-    .max(65535, "must be a port 0..65535")
+  z
+    .preprocess(
+      decimalText,
+      z.number({ error: "must be a port number" }).int("must be an integer port").min(0, "must be a port 0..65535").max(65535, "must be a port 0..65535"),
+    )
     .default(fallback);
 
 /** Runs a main function; a ConfigError becomes one line on stderr and exit code 1. */

@@ -1,4 +1,5 @@
 import pino, { type DestinationStream, type Logger } from "pino";
+import { ConfigError } from "./config.js";
 
 export type { Logger };
 
@@ -19,7 +20,12 @@ const batchedStdout = (): DestinationStream => (stdout ??= pino.destination({ de
  * JSON logs on stdout. Credentials are redacted wherever they could appear, so a log line
  * never carries an API key.
  */
-export function createLogger(name: string, level = process.env.LOG_LEVEL ?? "info"): Logger {
+export function createLogger(name: string, level = process.env.LOG_LEVEL || "info"): Logger {
+  // An empty LOG_LEVEL is unset, as for every variable; an unknown one is a configuration error
+  // (pino's own throw was a stack trace: "default level:verbose must be included in custom levels").
+  if (!Object.hasOwn(pino.levels.values, level.toLowerCase()) && level.toLowerCase() !== "silent") {
+    throw new ConfigError("LOG_LEVEL", `must be one of ${Object.keys(pino.levels.values).join(", ")} or silent (got ${JSON.stringify(level)})`);
+  }
   return pino(
     {
       name,

@@ -15,8 +15,10 @@ const keysDir = env.KEYS_DIR || "keys";
 const gatewayPort = Number(env.GATEWAY_PORT || 8080);
 // The gateway finds the pet service wherever this run put it.
 env.PET_SERVICE_ADDR ||= `127.0.0.1:${env.PET_SERVICE_PORT || 50051}`;
-// The demo key lives beside the database (data/ by default), which git ignores.
-const demoKeyFile = path.join(path.dirname(env.PETS_DB || "data/pets.sqlite"), "demo-key");
+// The demo key lives beside the SQLite database (data/ by default), which git ignores; with a
+// PostgreSQL URL in data/ (the URL's dirname made a "postgres:/user:password@host" directory).
+const petsDb = env.PETS_DB || "data/pets.sqlite";
+const demoKeyFile = path.join(/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(petsDb) ? "data" : path.dirname(petsDb), "demo-key");
 
 ensureKeyPair(keysDir);
 const demoKey = reuseOrIssueDemoKey();

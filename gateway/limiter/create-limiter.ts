@@ -65,7 +65,9 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   }
 
   const redis = createRedisClient(opts.redisUrl, opts.redis);
-  const presence = startPresence({ redis, logger: opts.logger, ...opts.presence });
+  // A heartbeat Redis answered ends an outage even when no request comes (an unready replica gets none).
+  let answered = () => {};
+  const presence = startPresence({ redis, logger: opts.logger, ...opts.presence, onBeat: () => answered() });
   const store = createFallbackStore({
     primary: createRedisStore({ redis, ban: opts.ban }),
     fallback: memory(),
@@ -82,6 +84,7 @@ export function createLimiter(opts: LimiterOptions): Limiter {
     liveReplicas: presence.liveReplicas,
     ...(opts.probeIntervalMs ? { probeIntervalMs: opts.probeIntervalMs } : {}),
   });
+  answered = store.primaryAnswered;
   const closeStores = store.close;
   return Object.assign(store, {
     mode: "redis" as const,

@@ -60,6 +60,12 @@ export interface FallbackStore extends LimiterStore {
   outage(): Outage;
   /** The nodes whose subjects are decided from memory now. */
   nodesInFallback(): string[];
+  /**
+   * Redis answered a command outside `hit` (the presence heartbeat): an outage of the whole client,
+   * or of the one node of an unsharded Redis, is over. Without it only a request ended an outage,
+   * and a replica that /readyz took out of rotation got none: it stayed unready after Redis returned.
+   */
+  primaryAnswered(): void;
 }
 
 const ONE_NODE = "redis";
@@ -166,6 +172,11 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
     nodesInFallback: () => {
       forgetReplaced();
       return [...down.keys()];
+    },
+    primaryAnswered() {
+      if (down.size === 0 || !isPrimaryReady()) return;
+      recovered(ALL);
+      if (!sharded) recovered(ONE_NODE);
     },
     async close() {
       await Promise.allSettled([primary.close(), fallback.close()]);

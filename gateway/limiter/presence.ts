@@ -31,6 +31,8 @@ export interface PresenceOptions {
   intervalMs?: number;
   /** A replica not heard from for this long is no longer counted (default 3 × intervalMs). */
   ttlMs?: number;
+  /** Called after each heartbeat Redis answered. */
+  onBeat?: () => void;
 }
 
 export interface Presence {
@@ -60,6 +62,7 @@ export function startPresence(opts: PresenceOptions): Presence {
       const count = Number(await client[COMMAND](PRESENCE_KEY, id, ttlMs));
       if (count !== live) logger.info({ replicas: count }, "live gateway replicas");
       live = count;
+      opts.onBeat?.();
       return true;
     } catch {
       return false; // Redis unreachable: the fallback store logs the outage; the last count stands

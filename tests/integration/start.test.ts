@@ -1,8 +1,9 @@
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, expect, it } from "vitest";
 import { freePort } from "../helpers/net.js";
 
@@ -70,4 +71,34 @@ it("starts both processes, prints a working curl line and the docs URL, and stop
   child.kill("SIGINT");
   expect(await exited).toBe(0);
   await expect(fetch(`http://127.0.0.1:${gatewayPort}/healthz`)).rejects.toThrow();
+});
+
+it("with PETS_DB a PostgreSQL URL, keeps the demo key in data/demo-key, not in a directory named after the URL", async () => {
+  // A directory of its own as the working directory, so the data/ it writes is not the checkout's.
+  const cwd = await mkdtemp(path.join(os.tmpdir(), "petstore-start-pg-"));
+  try {
+    const { REDIS_URL: _never, ...inherited } = process.env;
+    const child = spawn(
+      process.execPath,
+      ["--import", pathToFileURL(path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href, path.join(ROOT, "scripts/start.ts")],
+      {
+        cwd,
+        env: {
+          ...inherited,
+          GATEWAY_PORT: String(await freePort()),
+          PET_SERVICE_PORT: String(await freePort()),
+          PETS_DB: "postgres://petstore:s3cret@127.0.0.1:1/pets",
+          KEYS_DIR: path.join(cwd, "keys"),
+          LOG_LEVEL: "warn",
+        },
+        stdio: ["ignore", "ignore", "ignore"],
+      },
+    );
+    // The processes it starts cannot run from here; the demo key is written before they start.
+    await new Promise((resolve) => child.on("exit", resolve));
+    expect(readdirSync(cwd).sort()).toEqual(["data", "keys"]);
+    expect(existsSync(path.join(cwd, "data", "demo-key"))).toBe(true);
+  } finally {
+    await rm(cwd, { recursive: true, force: true });
+  }
 });

@@ -15,7 +15,8 @@ describe("parseEnv", () => {
     expect(parseEnv(schema, { SOME_PORT: "" }).SOME_PORT).toBe(50051);
   });
 
-  it.each(["abc", "70000", "-1", "1.5"])("names the variable for SOME_PORT=%s", (value) => {
+  // Number() reads " " as 0 (a random port) and "0x1f90" as 8080: only decimal digits are a number here.
+  it.each(["abc", "70000", "-1", "1.5", " ", "0x1f90", "1e3", "Infinity"])("names the variable for SOME_PORT=%j", (value) => {
     expect(() => parseEnv(schema, { SOME_PORT: value })).toThrowError(ConfigError);
     expect(() => parseEnv(schema, { SOME_PORT: value })).toThrowError(/^invalid configuration: SOME_PORT /);
   });

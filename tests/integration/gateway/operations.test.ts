@@ -105,3 +105,37 @@ describe("shutdown", () => {
     expect(gateway.output()).toMatch(/"msg":"gateway stopped"/);
   });
 });
+
+describe("shutdown of kept-alive connections", () => {
+  it("a request in flight at SIGTERM is answered with Connection: close, and the process exits without waiting for the keep-alive timeout", async () => {
+    const other = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, SHUTDOWN_DELAY_MS: "0" });
+    const { port } = new URL(other.url);
+    const agent = new http.Agent({ keepAlive: true });
+    try {
+      // A pooled client (a load balancer's, a service's): its connection would stay open after the answer.
+      const inFlight = new Promise<{ status: number; connection: string | undefined; at: number }>((resolve, reject) => {
+        const req = http.request(
+          { host: "127.0.0.1", port, path: "/v1/pets", method: "POST", agent, headers: { ...auth(), "Content-Type": "application/json" } },
+          (res) => {
+            res.resume();
+            res.on("end", () => resolve({ status: res.statusCode!, connection: res.headers.connection, at: Date.now() }));
+          },
+        );
+        req.on("error", reject);
+        req.write('{"name":"Kept alive",');
+        setTimeout(() => req.end('"categoryId":1}'), 500);
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      other.child.kill("SIGTERM");
+      const done = await inFlight;
+      expect(done.status).toBe(201);
+      expect(await other.exited).toBe(0);
+      // Not after Node's keep-alive timeout (5 s) of the answered connection.
+      expect(Date.now() - done.at).toBeLessThan(2000);
+      expect(done.connection).toBe("close");
+    } finally {
+      agent.destroy();
+      if (other.child.exitCode === null) other.child.kill("SIGKILL");
+    }
+  });
+});

@@ -306,6 +306,8 @@ describe("revocation", () => {
       await revoke(key, { KEYS_DIR: keys.dir, REDIS_URL: redis.url });
       const res = await get(g, key);
       expect(res.status).toBe(401);
+      // RFC 6750 §3: every 401 names the scheme, the Redis revocation path included.
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer .*error="invalid_token"/);
       expect(await codeOf(res)).toBe("unauthorized");
     } finally {
       await rm(otherHostKeys, { recursive: true, force: true });

@@ -129,3 +129,22 @@ describe("a gateway that never reached Redis", () => {
     }
   });
 });
+
+describe("readiness after an outage", () => {
+  it("turns ready again when Redis returns, without /v1 traffic (a load balancer sends none to an unready replica)", async () => {
+    const own = await startRedis();
+    const { gateway: g } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: own.url });
+    running.push(g);
+    try {
+      expect((await fetch(`${g.url}/readyz`)).status).toBe(200);
+      await own.kill();
+      expect((await get(g, limit6())).status).not.toBe(500); // a request notices the outage
+      expect((await fetch(`${g.url}/readyz`)).status).toBe(503);
+      await own.start();
+      // From here on only the probe asks.
+      await until("/readyz answers 200", async () => (await fetch(`${g.url}/readyz`)).status === 200, 10_000);
+    } finally {
+      await own.stop();
+    }
+  });
+});

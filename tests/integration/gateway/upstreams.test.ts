@@ -31,6 +31,11 @@ beforeAll(async () => {
     req.on("end", () => {
       if (req.url?.endsWith("/boom")) {
         res.writeHead(500, { "Content-Type": "text/plain" }).end("Error: secret at /srv/app/orders.js:42");
+      } else if (req.url?.endsWith("/cut")) {
+        // Dies in the middle of its body.
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.write('{"orders":[');
+        setTimeout(() => res.socket?.destroy(), 50).unref();
       } else if (req.url?.endsWith("/slow")) {
         setTimeout(() => res.writeHead(200).end("late"), 2000).unref();
       } else {
@@ -118,6 +123,20 @@ describe("configured upstreams", () => {
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ code: "service_unavailable", status: 503 });
     expect(res.headers.get("x-ratelimit-remaining")).not.toBeNull();
+  });
+
+  it("cuts the client's response when the upstream dies in the middle of its body, rather than leaving it open", async () => {
+    const res = await call(gateway, "/v1/store/cut");
+    expect(res.status).toBe(200);
+    // The body must end in an error (the client sees a truncated response), not hang forever.
+    const outcome = await Promise.race([
+      res.text().then(
+        () => "ended",
+        () => "aborted",
+      ),
+      new Promise((r) => setTimeout(() => r("still open after 3 s"), 3000)),
+    ]);
+    expect(outcome).toBe("aborted");
   });
 
   it("does not forward look-alike paths", async () => {

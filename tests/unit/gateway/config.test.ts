@@ -38,6 +38,15 @@ describe("gateway configuration", () => {
     ["PET_SERVICE_TIMEOUT_MS", "soon"],
     ["HEADERS_TIMEOUT_MS", "0"],
     ["REQUEST_TIMEOUT_MS", "5000"], // shorter than the default headers timeout
+    // Not true/false, a hop count or addresses/subnets: Express would throw only when the app is built.
+    ["GATEWAY_PORT", " "],
+    ["BODY_LIMIT_BYTES", "0x4000"],
+    ["SHUTDOWN_DELAY_MS", " "],
+    ["TRUST_PROXY", "yes"],
+    ["TRUST_PROXY", "TRUE"],
+    ["TRUST_PROXY", "10.0.0.0/8, proxy.internal"],
+    ["STORE_UPSTREAM_URL", "ftp://store.internal/"],
+    ["CATEGORIES_UPSTREAM_URL", "mailto:ops@example.com"],
   ])("refuses %s=%s with one line naming the variable", (name, value) => {
     expect(() => loadGatewayConfig({ [name]: value })).toThrowError(new RegExp(`^invalid configuration: ${name} `));
   });

@@ -49,6 +49,10 @@ describe("revokeKey (file)", () => {
     await expect(revokeKey(keysDir(), "a.b.c")).rejects.toThrowError(/not a valid key issued/);
   });
 
+  it.each(["constructor", "toString", "__proto__"])("refuses the unknown id %s (not 'already revoked' by Object.prototype)", async (id) => {
+    await expect(revokeKey(keysDir(), id)).rejects.toThrowError(/unknown key id/);
+  });
+
   it("accepts a token whose signing pair was retired when the registry knows its id", async () => {
     const old = issue();
     const { kid: oldKid } = loadSigningKey(keysDir());

@@ -116,7 +116,7 @@ describe("PostgreSQL keyset paging", () => {
   });
 });
 
-describe("PostgreSQL pool under load", () => {
+describe("PostgreSQL under load", () => {
   let db: TestDatabase;
   let store: PostgresPetStore;
 
@@ -147,6 +147,21 @@ describe("PostgreSQL pool under load", () => {
     } finally {
       await side.query("ROLLBACK");
       await side.end();
+    }
+    expect(await store.list({ limit: 1 })).toEqual([]);
+  });
+
+  // statement_timeout (5 s) cancels a statement the server cannot finish in time (load, a stalled
+  // disk; here a trigger that sleeps): the database cannot serve it now, which is no bug of ours.
+  it("a statement stopped by statement_timeout is busy (UNAVAILABLE), not an unexpected error, and stored nothing", { timeout: 20_000 }, async () => {
+    await db.query("CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(6); RETURN NEW; END $$");
+    await db.query("CREATE TRIGGER stall BEFORE INSERT ON pets FOR EACH ROW EXECUTE FUNCTION stall()");
+    try {
+      const stopped = await store.create({ name: "Stalled", categoryId: 1n, status: "available" }).catch((err: unknown) => err);
+      expect(stopped).toBeInstanceOf(StorageUnavailableError);
+      expect(stopped).toMatchObject({ fault: "busy", cause: { code: "57014" } });
+    } finally {
+      await db.query("DROP TRIGGER stall ON pets");
     }
     expect(await store.list({ limit: 1 })).toEqual([]);
   });

@@ -21,6 +21,7 @@ describe("PostgreSQL errors that waiting may cure", () => {
     [withCode("53100"), "disk_full"],
     [withCode("25006"), "read_only"],
     [withCode("55P03"), "busy"],
+    [withCode("57014"), "busy"],
   ])("%s → %s", (err, fault) => {
     expect(postgresFaultOf(err)).toBe(fault);
     const mapped = asStoreError(err);

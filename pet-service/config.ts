@@ -21,7 +21,7 @@ export const PET_SERVICE_ENV = z
       .string()
       .refine((v) => !OTHER_URL.test(v), "must be a SQLite file path or a postgres:// (postgresql://) URL")
       .default("data/pets.sqlite"),
-    /** PostgreSQL only: connections per replica, at most. Size it so replicas × this stays under the server's max_connections. */
+    /** PostgreSQL only: connections per replica, at most (plus one for health pings). Size it so replicas × (this + 1) stays under the server's max_connections. */
     PETS_DB_POOL_SIZE: z.coerce
       .number({ error: "must be an integer 1..1000" })
       .int("must be an integer 1..1000")

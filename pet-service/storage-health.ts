@@ -42,12 +42,21 @@ export function createStorageHealth(opts: StorageHealthOptions): StorageHealth {
   let downReason: string | undefined;
   let timer: NodeJS.Timeout | undefined;
   let running = false;
+  let pinging = false;
+  // unref: pinging alone never keeps the process alive.
+  const schedule = (ms: number) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void ping(), ms).unref();
+  };
 
   const setDown = (err: unknown) => {
     if (downReason) return;
     downReason = UNREACHABLE;
     logger.error({ err: causeOf(err) }, "database unreachable: not serving until it answers again");
     onChange(false);
+    // Found by a call: ping on the down schedule from now on, not at the next healthy-schedule
+    // ping (upIntervalMs away). A ping in flight reschedules when it ends.
+    if (running && !pinging) schedule(downIntervalMs);
   };
   const setUp = () => {
     if (!downReason) return;
@@ -61,6 +70,7 @@ export function createStorageHealth(opts: StorageHealthOptions): StorageHealth {
 
   const ping = async () => {
     let bound: NodeJS.Timeout | undefined;
+    pinging = true;
     try {
       await Promise.race([
         store.ping(),
@@ -72,9 +82,9 @@ export function createStorageHealth(opts: StorageHealthOptions): StorageHealth {
       else logger.error({ err }, "database ping failed");
     } finally {
       clearTimeout(bound);
+      pinging = false;
     }
-    // unref: pinging alone never keeps the process alive.
-    if (running) timer = setTimeout(() => void ping(), downReason ? downIntervalMs : upIntervalMs).unref();
+    if (running) schedule(downReason ? downIntervalMs : upIntervalMs);
   };
 
   /** Runs a store call unless the database is known to be unreachable; reports its storage faults. */

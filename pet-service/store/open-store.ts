@@ -14,12 +14,14 @@ export function isPostgresUrl(petsDb: string): boolean {
   return POSTGRES_URL.test(petsDb);
 }
 
-/** PETS_DB for logs and messages: a URL's password is replaced by `***`. */
+/** PETS_DB for logs and messages: a URL's password (before the @ or as ?password=) is replaced by `***`. */
 export function describePetsDb(petsDb: string): string {
   if (!isPostgresUrl(petsDb)) return petsDb;
   try {
     const url = new URL(petsDb);
     if (url.password) url.password = "***";
+    // node-postgres also takes ?password=… (and prefers it to the one before the @).
+    if (url.searchParams.has("password")) url.searchParams.set("password", "***");
     return url.toString();
   } catch {
     return "(an unparsable postgres:// URL)";

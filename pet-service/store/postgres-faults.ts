@@ -12,13 +12,22 @@ const SQLSTATE_FAULTS: Readonly<Record<string, StorageFault>> = {
   "57P03": "unreachable", // cannot_connect_now (starting up, recovering)
   "53300": "unreachable", // too_many_connections
   "55P03": "busy", // lock_not_available: another session held a lock past lock_timeout
+  "57014": "busy", // query_canceled: statement_timeout (the server could not finish it in time), or an operator's cancel
 };
 
 /**
- * Messages node-postgres gives its own errors (no code): a connection lost mid-query, a pool that
- * could not connect within connectionTimeoutMillis, a query whose answer never came (query_timeout).
+ * Messages node-postgres gives its own errors (no code): a connection lost mid-query or not made
+ * within connectionTimeoutMillis ("Connection terminated due to connection timeout"), a query
+ * whose answer never came (query_timeout).
  */
-const DRIVER_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error)/;
+const DRIVER_MESSAGES = /^(Connection terminated|Query read timeout|Client has encountered a connection error)/;
+
+/**
+ * pg-pool's error for a call that waited connectionTimeoutMillis for a pooled connection while
+ * every one was in use: the database answers, the pool is saturated. Busy, not unreachable, which
+ * would take the replica out of rotation and fail every call because of load.
+ */
+const POOL_WAIT_TIMEOUT = /^timeout exceeded when trying to connect/;
 
 /** The storage fault `err` reports, if it is one (else a bug or bad data: not ours to retry). */
 export function postgresFaultOf(err: unknown): StorageFault | undefined {
@@ -29,6 +38,7 @@ export function postgresFaultOf(err: unknown): StorageFault | undefined {
     if (code.startsWith("08")) return "unreachable";
     if (code in SQLSTATE_FAULTS) return SQLSTATE_FAULTS[code];
   }
+  if (typeof message === "string" && POOL_WAIT_TIMEOUT.test(message)) return "busy";
   if (typeof message === "string" && DRIVER_MESSAGES.test(message)) return "unreachable";
   return undefined;
 }

@@ -121,6 +121,12 @@ export class PostgresPetStore implements PetStore {
 
   private constructor(
     private readonly pool: pg.Pool,
+    /**
+     * ping()'s own connection, outside `pool`: a ping queued behind a saturated pool (every
+     * connection on a slow statement or a lock wait) would time out and take a reachable database
+     * for an unreachable one (storage-health.ts). One connection more per replica.
+     */
+    private readonly pingPool: pg.Pool,
     private readonly timers: Partial<Record<QueryKey, Observer>>,
     readonly pageTokenSecret: Buffer,
     readonly schema: SchemaReport,
@@ -129,9 +135,12 @@ export class PostgresPetStore implements PetStore {
   /** Connects to `url` (postgres://…), migrates the schema under the advisory lock, loads the page-token secret. */
   static async open(url: string, options: PostgresPetStoreOptions = {}): Promise<PostgresPetStore> {
     const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? DEFAULT_POOL_SIZE, ...POOL_SETTINGS });
+    const pingPool = new pg.Pool({ connectionString: url, max: 1, ...POOL_SETTINGS });
     // An idle connection that breaks (the server restarts) is dropped by the pool, which then emits
     // this; unhandled, it would end the process.
-    pool.on("error", (err) => options.logger?.warn({ err: { code: (err as { code?: unknown }).code, message: err.message } }, "idle database connection lost"));
+    for (const p of [pool, pingPool]) {
+      p.on("error", (err) => options.logger?.warn({ err: { code: (err as { code?: unknown }).code, message: err.message } }, "idle database connection lost"));
+    }
     try {
       const schema = await migratePostgres(pool);
       // The first replica to get here creates the secret; every other one reads that one.
@@ -140,9 +149,9 @@ export class PostgresPetStore implements PetStore {
       const histogram = options.metrics?.postgresQueryDuration;
       const timers = histogram ? Object.fromEntries(Object.entries(QUERY_NAMES).map(([key, query]) => [key, histogram.labels(query)])) : {};
       options.metrics?.observePostgresPool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }));
-      return new PostgresPetStore(pool, timers, rows[0]!.value, schema);
+      return new PostgresPetStore(pool, pingPool, timers, rows[0]!.value, schema);
     } catch (err) {
-      await pool.end().catch(() => {});
+      await Promise.all([pool.end().catch(() => {}), pingPool.end().catch(() => {})]);
       throw err;
     }
   }
@@ -185,22 +194,22 @@ export class PostgresPetStore implements PetStore {
   }
 
   async ping(): Promise<void> {
-    await this.query("ping", []);
+    await this.query("ping", [], this.pingPool);
   }
 
   close(): Promise<void> {
     // pool.end waits for checked-out connections to be released, so in-flight queries finish.
-    this.closing ??= this.pool.end();
+    this.closing ??= Promise.all([this.pool.end(), this.pingPool.end()]).then(() => undefined);
     return this.closing;
   }
 
   /** Runs a named (prepared once per connection) statement; timed when metrics are on; storage faults as StorageUnavailableError. */
-  private async query<T = Row>(key: QueryKey, values: unknown[]): Promise<T[]> {
+  private async query<T = Row>(key: QueryKey, values: unknown[], pool = this.pool): Promise<T[]> {
     if (this.closing) throw new Error("pet store is closed");
     const timer = this.timers[key];
     const started = timer && performance.now();
     try {
-      const result = await this.pool.query({ name: key, text: POSTGRES_STATEMENTS[key], values });
+      const result = await pool.query({ name: key, text: POSTGRES_STATEMENTS[key], values });
       return result.rows as T[];
     } catch (err) {
       throw asStoreError(err);

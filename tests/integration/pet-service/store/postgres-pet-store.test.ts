@@ -1,6 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { PetStore } from "../../../../pet-service/store/pet-store.js";
+import { StorageUnavailableError, type PetStore } from "../../../../pet-service/store/pet-store.js";
 import { POSTGRES_STATEMENTS, PostgresPetStore } from "../../../../pet-service/store/postgres-pet-store.js";
 import { postgresTransferTarget } from "../../../../pet-service/store/postgres-transfer.js";
 import { createTestDatabase, type TestDatabase } from "../../../helpers/postgres.js";
@@ -113,5 +113,56 @@ describe("PostgreSQL keyset paging", () => {
       ["Limit"],
       ["Index Scan", "pets_by_status", "((status = 'sold'::text) AND (id > '0'::bigint))"],
     ]);
+  });
+});
+
+describe("PostgreSQL under load", () => {
+  let db: TestDatabase;
+  let store: PostgresPetStore;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    store = await PostgresPetStore.open(db.url, { poolSize: 1 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await db?.drop();
+  });
+
+  // Every pooled connection busy (here: the only one, on a create waiting for another session's
+  // lock) makes the next call wait for one; past connectionTimeoutMillis pg-pool gives up on it.
+  // The database answered all along: that wait is load, not an unreachable database (which would
+  // take the replica out of rotation and fail every call).
+  it("a call that waits too long for a pooled connection is busy, not unreachable", { timeout: 20_000 }, async () => {
+    const side = new pg.Client({ connectionString: db.url });
+    await side.connect();
+    await side.query("BEGIN");
+    await side.query("LOCK TABLE pets IN EXCLUSIVE MODE");
+    try {
+      const blocked = store.create({ name: "Blocked", categoryId: 1n, status: "available" }).catch((err: unknown) => err);
+      const waited = await store.list({ limit: 1 }).catch((err: unknown) => err);
+      expect(waited).toBeInstanceOf(StorageUnavailableError);
+      expect(waited).toMatchObject({ fault: "busy" });
+      await blocked;
+    } finally {
+      await side.query("ROLLBACK");
+      await side.end();
+    }
+    expect(await store.list({ limit: 1 })).toEqual([]);
+  });
+
+  // statement_timeout (5 s) cancels a statement the server cannot finish in time (load, a stalled
+  // disk; here a trigger that sleeps): the database cannot serve it now, which is no bug of ours.
+  it("a statement stopped by statement_timeout is busy (UNAVAILABLE), not an unexpected error, and stored nothing", { timeout: 20_000 }, async () => {
+    await db.query("CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(6); RETURN NEW; END $$");
+    await db.query("CREATE TRIGGER stall BEFORE INSERT ON pets FOR EACH ROW EXECUTE FUNCTION stall()");
+    try {
+      const stopped = await store.create({ name: "Stalled", categoryId: 1n, status: "available" }).catch((err: unknown) => err);
+      expect(stopped).toBeInstanceOf(StorageUnavailableError);
+      expect(stopped).toMatchObject({ fault: "busy", cause: { code: "57014" } });
+    } finally {
+      await db.query("DROP TRIGGER stall ON pets");
+    }
+    expect(await store.list({ limit: 1 })).toEqual([]);
   });
 });

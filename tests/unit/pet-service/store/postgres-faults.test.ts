@@ -14,11 +14,14 @@ describe("PostgreSQL errors that waiting may cure", () => {
     [withCode("57P03"), "unreachable"],
     [withCode("53300"), "unreachable"],
     [new Error("Connection terminated unexpectedly"), "unreachable"],
-    [new Error("timeout exceeded when trying to connect"), "unreachable"],
+    [new Error("Connection terminated due to connection timeout"), "unreachable"],
+    // pg-pool's wait for a pooled connection while all are in use: load, not an outage.
+    [new Error("timeout exceeded when trying to connect"), "busy"],
     [new Error("Query read timeout"), "unreachable"],
     [withCode("53100"), "disk_full"],
     [withCode("25006"), "read_only"],
     [withCode("55P03"), "busy"],
+    [withCode("57014"), "busy"],
   ])("%s → %s", (err, fault) => {
     expect(postgresFaultOf(err)).toBe(fault);
     const mapped = asStoreError(err);

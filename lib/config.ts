@@ -22,9 +22,14 @@ export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEn
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const variable = String(issue.path[0] ?? "environment");
-    throw new ConfigError(variable, `${issue.message} (got ${JSON.stringify(env[variable] ?? null)})`);
+    throw new ConfigError(variable, `${issue.message} (got ${JSON.stringify(withoutPasswords(env[variable]) ?? null)})`);
   }
   return Object.freeze(result.data);
+}
+
+/** A value as an error may show it: URLs (PETS_DB, REDIS_URL) carry passwords, which stay out of logs. */
+function withoutPasswords(value: string | undefined): string | undefined {
+  return value?.replace(/(\/\/[^/@:]*:)[^/@]*@/g, "$1***@").replace(/([?&]password=)[^&]*/gi, "$1***");
 }
 
 /**

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseEnv, port } from "../lib/config.js";
+import { decimalText, parseEnv, port } from "../lib/config.js";
 import { DEFAULT_POOL_SIZE } from "./store/postgres-pet-store.js";
 
 /** A URL scheme (`mysql://`, `file://`, …): only postgres:// and postgresql:// name a database; anything else is a file path. */
@@ -22,11 +22,11 @@ export const PET_SERVICE_ENV = z
       .refine((v) => !OTHER_URL.test(v), "must be a SQLite file path or a postgres:// (postgresql://) URL")
       .default("data/pets.sqlite"),
     /** PostgreSQL only: connections per replica, at most (plus one for health pings). Size it so replicas × (this + 1) stays under the server's max_connections. */
-    PETS_DB_POOL_SIZE: z.coerce
-      .number({ error: "must be an integer 1..1000" })
-      .int("must be an integer 1..1000")
-      .min(1, "must be an integer 1..1000")
-      .max(1000, "must be an integer 1..1000")
+    PETS_DB_POOL_SIZE: z
+      .preprocess(
+        decimalText,
+        z.number({ error: "must be an integer 1..1000" }).int("must be an integer 1..1000").min(1, "must be an integer 1..1000").max(1000, "must be an integer 1..1000"),
+      )
       .default(DEFAULT_POOL_SIZE),
     /** HTTP port for GET /metrics (Prometheus) and GET /healthz; unset = no HTTP listener. */
     METRICS_PORT: port(0).unwrap().optional(),

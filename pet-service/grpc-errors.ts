@@ -68,7 +68,7 @@ export const STORAGE_RETRY_DELAY_MS: Readonly<Record<StorageFault, number>> = {
 
 const FAULT_MESSAGES: Readonly<Record<StorageFault, string>> = {
   unreachable: "the database cannot be reached",
-  busy: "the database is locked by another writer",
+  busy: "the database is busy (a lock, a timeout or every connection in use)",
   disk_full: "the database's disk is full",
   read_only: "the database is read-only",
   io_error: "the database's storage is failing",

@@ -12,6 +12,8 @@ const SQLSTATE_FAULTS: Readonly<Record<string, StorageFault>> = {
   "57P03": "unreachable", // cannot_connect_now (starting up, recovering)
   "53300": "unreachable", // too_many_connections
   "55P03": "busy", // lock_not_available: another session held a lock past lock_timeout
+  "40P01": "busy", // deadlock_detected: PostgreSQL rolled this transaction back; a retry can succeed
+  "40001": "busy", // serialization_failure: likewise
   "57014": "busy", // query_canceled: statement_timeout (the server could not finish it in time), or an operator's cancel
 };
 

@@ -20,4 +20,19 @@ describe("parseEnv", () => {
     expect(() => parseEnv(schema, { SOME_PORT: value })).toThrowError(ConfigError);
     expect(() => parseEnv(schema, { SOME_PORT: value })).toThrowError(/^invalid configuration: SOME_PORT /);
   });
+
+  it("shows a refused URL without its password", () => {
+    const urls = z.object({ SOME_URL: z.url().refine((v) => v.startsWith("postgres://"), "must be postgres://") });
+    const refused = (value: string) => {
+      try {
+        parseEnv(urls, { SOME_URL: value });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      throw new Error("accepted");
+    };
+    const message = refused("mysql://app:s3cret@db:3306/pets?password=other");
+    expect(message).toMatch(/^invalid configuration: SOME_URL must be postgres:\/\/ \(got "mysql:\/\/app:\*\*\*@db:3306\/pets\?password=\*\*\*"\)$/);
+    expect(message).not.toMatch(/s3cret|other/);
+  });
 });

@@ -31,7 +31,7 @@ it("a write lock held past busy_timeout: UNAVAILABLE (busy) with a retry delay, 
   try {
     const error = await rejection(client.create({ name: "Locked out", categoryId: "1" }, { timeoutMs: 20_000 }));
     expect(error.code).toBe(grpc.status.UNAVAILABLE);
-    expect(error.details).toBe("storage unavailable: the database is locked by another writer; retry later"); // nothing of SQLite's own message
+    expect(error.details).toBe("storage unavailable: the database is busy (a lock, a timeout or every connection in use); retry later"); // nothing of SQLite's own message
     expect(errorInfoOf(error)).toMatchObject({ reason: "STORAGE_UNAVAILABLE", metadata: { fault: "busy" } });
     expect(retryDelayOf(error)).toBe(5_000);
     expect((await client.list({ limit: 10 })).map((p) => p.name)).toEqual(["Kept"]);

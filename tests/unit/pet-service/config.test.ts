@@ -84,7 +84,7 @@ describe("pet-service config", () => {
 
     it("PETS_DB_POOL_SIZE bounds the PostgreSQL pool: 1..1000, default 10", () => {
       expect(loadConfig({ PETS_DB_POOL_SIZE: "25" }).poolSize).toBe(25);
-      for (const bad of ["0", "1001", "ten", "2.5"]) expect(() => loadConfig({ PETS_DB_POOL_SIZE: bad })).toThrowError(/^invalid configuration: PETS_DB_POOL_SIZE /);
+      for (const bad of ["0", "1001", "ten", "2.5", " ", "0x10", "1e2"]) expect(() => loadConfig({ PETS_DB_POOL_SIZE: bad })).toThrowError(/^invalid configuration: PETS_DB_POOL_SIZE /);
     });
   });
 });

@@ -22,6 +22,8 @@ describe("PostgreSQL errors that waiting may cure", () => {
     [withCode("25006"), "read_only"],
     [withCode("55P03"), "busy"],
     [withCode("57014"), "busy"],
+    [withCode("40P01"), "busy"],
+    [withCode("40001"), "busy"],
   ])("%s → %s", (err, fault) => {
     expect(postgresFaultOf(err)).toBe(fault);
     const mapped = asStoreError(err);

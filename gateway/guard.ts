@@ -17,6 +17,8 @@ const LIMITER_UNAVAILABLE = new ApiError(
 );
 
 const INVALID_TOKEN_CHALLENGE = `Bearer realm="pet-store", error="invalid_token"`;
+/** A request with no credentials at all gets the challenge without an error code (RFC 6750 §3.1). */
+const NO_TOKEN_CHALLENGE = `Bearer realm="pet-store"`;
 
 export interface GuardDeps {
   verifier: KeyVerifier;
@@ -71,7 +73,7 @@ export function guard(deps: GuardDeps): RequestHandler {
         break;
     }
     if (authError) {
-      res.set("WWW-Authenticate", INVALID_TOKEN_CHALLENGE);
+      res.set("WWW-Authenticate", authError.reason === "missing" ? NO_TOKEN_CHALLENGE : INVALID_TOKEN_CHALLENGE);
       throw new ApiError("unauthorized", authError.message);
     }
     res.locals.apiKey = apiKey;

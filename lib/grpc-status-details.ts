@@ -124,7 +124,11 @@ export function statusDetailsMetadata(code: grpc.status, message: string, detail
 
 /** The field violations of an error received from the pet service; [] when it carries none. */
 export function fieldViolationsOf(error: { metadata?: grpc.Metadata }): FieldViolation[] {
-  return detailsOf(error, BAD_REQUEST_TYPE_URL).flatMap((value) => BadRequestCodec.deserialize(value).fieldViolations);
+  try {
+    return detailsOf(error, BAD_REQUEST_TYPE_URL).flatMap((value) => BadRequestCodec.deserialize(value).fieldViolations);
+  } catch {
+    return []; // undecodable details: the status message alone describes the error
+  }
 }
 
 /** The google.rpc.ErrorInfo of an error received from the pet service, if it carries one. */

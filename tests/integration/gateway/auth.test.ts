@@ -44,6 +44,16 @@ const claims = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
+describe("the 401 challenge (RFC 6750 §3.1)", () => {
+  it("names invalid_token for a key that fails, and no error code when no key was sent", async () => {
+    const invalid = await call("not.a.key");
+    expect(invalid.headers.get("www-authenticate")).toBe(`Bearer realm="pet-store", error="invalid_token"`);
+    const missing = await fetch(`${gateway.url}/v1/pets`);
+    expect(missing.status).toBe(401);
+    expect(missing.headers.get("www-authenticate")).toBe(`Bearer realm="pet-store"`);
+  });
+});
+
 describe("forged keys get 401", () => {
   it("a genuine key works (the control case)", async () => {
     expect((await call(keys.issue())).status).toBe(200);

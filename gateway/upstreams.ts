@@ -24,6 +24,12 @@ export const servedBy = (upstream: Upstream, path: string): boolean =>
 
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"]);
 
+/**
+ * Headers the gateway answers for, whatever an upstream sends: the client's quota, the request
+ * id it can quote, and the API's content policy. Content headers (type, caching, …) are the upstream's.
+ */
+const GATEWAY_OWNED = /^(x-ratelimit-|ratelimit$|ratelimit-policy$|x-request-id$|content-security-policy$|x-content-type-options$)/;
+
 /** Connection failures the client can retry later (503) versus slowness (504); anything else is 502. */
 const NETWORK_ERRORS: Readonly<Record<string, ErrorCode>> = {
   ECONNREFUSED: "service_unavailable",
@@ -75,7 +81,7 @@ export function upstreamProxy(upstream: Upstream, opts: { timeoutMs: number; log
           return;
         }
         for (const [name, value] of Object.entries(proxyRes.headers)) {
-          if (value !== undefined && !HOP_BY_HOP.has(name)) res.setHeader(name, value);
+          if (value !== undefined && !HOP_BY_HOP.has(name) && !GATEWAY_OWNED.test(name)) res.setHeader(name, value);
         }
         res.statusCode = status;
         // Not pipe(): an upstream that died mid-body left the client's response open for good.

@@ -36,6 +36,18 @@ beforeAll(async () => {
         res.writeHead(200, { "Content-Type": "application/json" });
         res.write('{"orders":[');
         setTimeout(() => res.socket?.destroy(), 50).unref();
+      } else if (req.url?.endsWith("/impostor")) {
+        // An upstream that sets headers the gateway owns, beside one of its own.
+        res
+          .writeHead(200, {
+            "Content-Type": "application/json",
+            "X-RateLimit-Remaining": "999999",
+            RateLimit: '"minute";r=999999;t=1',
+            "X-Request-Id": "upstream-made-this",
+            "Content-Security-Policy": "default-src *",
+            "Cache-Control": "max-age=60",
+          })
+          .end("{}");
       } else if (req.url?.endsWith("/slow")) {
         setTimeout(() => res.writeHead(200).end("late"), 2000).unref();
       } else {
@@ -87,6 +99,16 @@ describe("configured upstreams", () => {
     expect(echo.headers["x-request-id"]).toBe("up-1");
     expect(echo.headers["x-api-key-id"]).toMatch(/^key_/);
     expect(echo.headers["x-api-plan"]).toBe("business");
+  });
+
+  it("keeps the gateway's own headers (quota, request id, CSP) over an upstream's, and passes the upstream's others", async () => {
+    const res = await call(gateway, "/v1/store/impostor", { headers: { "X-Request-Id": "up-2" } });
+    expect(res.status).toBe(200);
+    expect(Number(res.headers.get("x-ratelimit-remaining"))).toBeLessThan(1000);
+    expect(res.headers.get("ratelimit")).not.toMatch(/999999/);
+    expect(res.headers.get("x-request-id")).toBe("up-2");
+    expect(res.headers.get("content-security-policy")).toBe("default-src 'none'; frame-ancestors 'none'");
+    expect(res.headers.get("cache-control")).toBe("max-age=60");
   });
 
   it("forwards request bodies unchanged", async () => {

@@ -8,8 +8,11 @@ interface Series {
   duration: { observe(seconds: number): void };
 }
 
+/** Status recorded for a response that never completed: the client left (or the answer was cut); nginx's convention. */
+const NOT_COMPLETED = 499;
+
 /**
- * One log line and one metrics observation per finished request. Labelled by the route template
+ * One log line and one metrics observation per request, those that never completed included. Labelled by the route template
  * (never the raw path) so metrics keep a bounded number of series; never logs credentials.
  */
 export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger }): RequestHandler {
@@ -24,11 +27,13 @@ export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger 
 
   return (req, res, next) => {
     const start = performance.now();
-    res.once("finish", () => {
+    // "close" comes for every response, finished or not ("finish" never comes for one the client left).
+    res.once("close", () => {
       const seconds = (performance.now() - start) / 1000;
-      // The v1 router labels its requests up front (req.baseUrl is gone by "finish").
+      // The v1 router labels its requests up front (req.baseUrl is gone by now).
       const route: string = res.locals.route ?? (req.route ? (req.route.path as string) : "unmatched");
-      const observed = seriesFor(route, req.method, res.statusCode);
+      const status = res.writableFinished ? res.statusCode : NOT_COMPLETED;
+      const observed = seriesFor(route, req.method, status);
       observed.count.inc();
       observed.duration.observe(seconds);
       // The log record is built only when it will be written (LOG_LEVEL may be above info).
@@ -39,7 +44,7 @@ export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger 
           method: req.method,
           route,
           url: req.originalUrl,
-          status: res.statusCode,
+          status,
           ms: Math.round(seconds * 1e5) / 100,
           keyId: res.locals.apiKey?.keyId,
         },

@@ -1,8 +1,11 @@
+import { once } from "node:events";
 import http from "node:http";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnGateway, type GatewayProcess } from "../../helpers/gateway-process.js";
 import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
 import { createTestKeys, type TestKeys } from "../../helpers/gateway.js";
+import { until } from "../../helpers/until.js";
 
 // What operators rely on: probes, metrics, logs and a clean shutdown of the real gateway process.
 let pets: RunningPetService;
@@ -71,6 +74,27 @@ describe("logs", () => {
     expect(line).toMatchObject({ method: "GET", route: "/v1/pets", status: 200 });
     expect(gateway.output()).not.toContain(key);
     expect(gateway.output()).not.toContain(key.split(".")[2]);
+  });
+
+  it("log and count a request whose client left before the answer, as 499", async () => {
+    const { hostname, port } = new URL(gateway.url);
+    const socket = net.connect(Number(port), hostname);
+    await once(socket, "connect");
+    const head = [`POST /v1/pets HTTP/1.1`, `Host: ${hostname}`, `Authorization: Bearer ${keys.issue()}`, "X-Request-Id: ops-gone-1"];
+    socket.write(`${[...head, "Content-Type: application/json", "Content-Length: 100"].join("\r\n")}\r\n\r\n{"name":`);
+    await new Promise((r) => setTimeout(r, 200));
+    socket.destroy();
+    const logged = () =>
+      gateway
+        .output()
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l))
+        .find((l) => l.requestId === "ops-gone-1");
+    await until("the request is logged", () => logged() !== undefined);
+    expect(logged()).toMatchObject({ method: "POST", route: "/v1/pets", status: 499 });
+    const text = await (await fetch(`${gateway.url}/metrics`)).text();
+    expect(text).toMatch(/gateway_http_requests_total\{route="\/v1\/pets",method="POST",status="499"\} 1/);
   });
 });
 

@@ -264,7 +264,9 @@ export class SqlitePetStore implements PetStore {
     try {
       await run(this.writer, "BEGIN IMMEDIATE");
     } catch (error) {
-      for (const write of batch) write.reject(error);
+      // Classified once for the batch (an I/O error probes the file system), not once per write.
+      const failure = toStorageError(error, this.dir);
+      for (const write of batch) write.reject(failure);
       return;
     }
     for (const write of batch) {
@@ -301,9 +303,10 @@ export class SqlitePetStore implements PetStore {
     if (lost) {
       // A failed COMMIT may already have ended the transaction; then ROLLBACK fails too, harmlessly.
       await run(this.writer, "ROLLBACK").catch(() => {});
+      const failure = toStorageError(lost.error, this.dir);
       batch.forEach((write, i) => {
         const outcome = outcomes[i];
-        write.reject(outcome && !outcome.ok ? outcome.error : lost.error);
+        write.reject(outcome && !outcome.ok ? outcome.error : failure);
       });
       return;
     }

@@ -6,7 +6,8 @@
  */
 import { parseArgs } from "node:util";
 import type * as protoLoader from "@grpc/proto-loader";
-import { loadPetServiceDefinition, PET_SERVICE_NAME, withGeneratedCodecs } from "../proto/load.js";
+import { withGeneratedCodecs } from "../proto/generated-codecs.js";
+import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.js";
 import { cpuSince, fmt, median, today } from "./stats.js";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "7" }, ops: { type: "string", default: "20000" } } });

@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import type { Counter, Histogram } from "prom-client";
-import { loadPetServiceDefinition, loadPetStorePackage, withGeneratedCodecs } from "../proto/load.js";
+import { withGeneratedCodecs } from "../proto/generated-codecs.js";
+import { loadPetServiceDefinition, loadPetStorePackage } from "../proto/load.js";
 import type {
   CreatePetRequest,
   CreatePetResponse,

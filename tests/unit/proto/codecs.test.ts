@@ -2,7 +2,8 @@ import fc from "fast-check";
 import type * as protoLoader from "@grpc/proto-loader";
 import { describe, expect, it } from "vitest";
 import { petstore_v1_PetService as CODECS } from "../../../proto/codecs.generated.js";
-import { loadPetServiceDefinition, PET_SERVICE_NAME, withGeneratedCodecs } from "../../../proto/load.js";
+import { withGeneratedCodecs } from "../../../proto/generated-codecs.js";
+import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../../../proto/load.js";
 import { createPageTokens } from "../../../pet-service/page-token.js";
 import { PET_STATUSES } from "../../../pet-service/store/pet-store.js";
 

@@ -2,6 +2,7 @@ import { format } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import { ConfigError, runMain } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
+import { messageOf } from "../lib/error-message.js";
 import { loadConfig } from "./config.js";
 import { createPetServiceMetrics } from "./metrics.js";
 import { listenMetrics, type MetricsServer } from "./metrics-server.js";
@@ -99,9 +100,3 @@ await runMain(async () => {
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
 });
-
-function messageOf(err: unknown): string {
-  // A host name with several addresses fails with an AggregateError whose own message is empty.
-  if (err instanceof AggregateError && !err.message) return messageOf(err.errors[0]);
-  return err instanceof Error ? err.message || String((err as { code?: unknown }).code ?? err.name) : String(err);
-}

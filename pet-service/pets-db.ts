@@ -6,6 +6,7 @@
  */
 import { access } from "node:fs/promises";
 import { parseArgs } from "node:util";
+import { messageOf } from "../lib/error-message.js";
 import { IDEMPOTENCY_TTL_MS } from "./idempotency.js";
 import { describePetsDb, isPostgresUrl, openPetStore, openTransferSource, openTransferTarget } from "./store/open-store.js";
 import { copyStore } from "./store/transfer.js";
@@ -86,8 +87,7 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`pets-db: ${err.message}\n${USAGE}`);
       return 2;
     }
-    const message = err instanceof Error ? err.message : String(err);
-    process.stderr.write(`pets-db: ${message}\n`);
+    process.stderr.write(`pets-db: ${messageOf(err)}\n`);
     return 1;
   }
 }

@@ -2,6 +2,7 @@ import jwt from "jsonwebtoken";
 import { createRedisClient, whenReady } from "../lib/redis-client.js";
 import { AuthError, loadPublicKeys, revokedFilePath, verifyTokenSignature } from "../lib/api-key-format.js";
 import { redisKey, subjectForKey } from "../lib/redis-keys.js";
+import { withoutPasswords } from "../lib/redact-url.js";
 import { KeysError } from "./errors.js";
 import { addRevocation, findIssued, readRevoked } from "./registry.js";
 
@@ -38,7 +39,7 @@ export async function revokeKey(keysDir: string, keyOrId: string, opts: RevokeOp
     const ttl = expiresAt === null ? null : Math.max(expiresAt - nowSeconds, 0) + REDIS_TTL_MARGIN_SECONDS;
     await setRedisRevocation(opts.redisUrl, keyId, ttl).catch((err: Error) => {
       throw new KeysError(
-        `${keyId} is revoked in ${revokedFilePath(keysDir)}, but Redis at ${redactUrl(opts.redisUrl!)} could not be updated ` +
+        `${keyId} is revoked in ${revokedFilePath(keysDir)}, but Redis at ${withoutPasswords(opts.redisUrl!)} could not be updated ` +
           `(${err.message}); run revoke again once Redis is reachable`,
       );
     });
@@ -91,16 +92,5 @@ export async function setRedisRevocation(redisUrl: string, keyId: string, ttlSec
     else await client.set(key, "1", "EX", ttlSeconds);
   } finally {
     client.disconnect();
-  }
-}
-
-/** The URL without its password, for messages. */
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "(unparseable URL)";
   }
 }

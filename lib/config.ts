@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { withoutPasswords } from "./redact-url.js";
 
 /** A configuration error names the variable; main prints this one line and exits 1. */
 export class ConfigError extends Error {
@@ -22,14 +23,10 @@ export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEn
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const variable = String(issue.path[0] ?? "environment");
-    throw new ConfigError(variable, `${issue.message} (got ${JSON.stringify(withoutPasswords(env[variable]) ?? null)})`);
+    const given = env[variable];
+    throw new ConfigError(variable, `${issue.message} (got ${given === undefined ? "null" : JSON.stringify(withoutPasswords(given))})`);
   }
   return Object.freeze(result.data);
-}
-
-/** A value as an error may show it: URLs (PETS_DB, REDIS_URL) carry passwords, which stay out of logs. */
-function withoutPasswords(value: string | undefined): string | undefined {
-  return value?.replace(/(\/\/[^/@:]*:)[^/@]*@/g, "$1***@").replace(/([?&]password=)[^&]*/gi, "$1***");
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Logger } from "../../lib/logger.js";
+import { withoutPasswords } from "../../lib/redact-url.js";
 import type { PetServiceMetrics } from "../metrics.js";
 import type { PetStore } from "./pet-store.js";
 import { PostgresPetStore } from "./postgres-pet-store.js";
@@ -16,16 +17,7 @@ export function isPostgresUrl(petsDb: string): boolean {
 
 /** PETS_DB for logs and messages: a URL's password (before the @ or as ?password=) is replaced by `***`. */
 export function describePetsDb(petsDb: string): string {
-  if (!isPostgresUrl(petsDb)) return petsDb;
-  try {
-    const url = new URL(petsDb);
-    if (url.password) url.password = "***";
-    // node-postgres also takes ?password=… (and prefers it to the one before the @).
-    if (url.searchParams.has("password")) url.searchParams.set("password", "***");
-    return url.toString();
-  } catch {
-    return "(an unparsable postgres:// URL)";
-  }
+  return isPostgresUrl(petsDb) ? withoutPasswords(petsDb) : petsDb;
 }
 
 export interface OpenStoreOptions {

@@ -1,9 +1,7 @@
 import { z } from "zod";
 import { decimalText, parseEnv, port } from "../lib/config.js";
 import { DEFAULT_POOL_SIZE } from "./store/postgres-pet-store.js";
-
-/** A URL scheme (`mysql://`, `file://`, …): only postgres:// and postgresql:// name a database; anything else is a file path. */
-const OTHER_URL = /^(?!postgres(?:ql)?:\/\/)[a-z][a-z0-9+.-]*:\/\//i;
+import { isOtherUrl } from "./store/pets-db-url.js";
 
 /** The pet service's variables (exported so tests/unit/deploy checks the manifests against it). */
 export const PET_SERVICE_ENV = z
@@ -19,7 +17,7 @@ export const PET_SERVICE_ENV = z
      */
     PETS_DB: z
       .string()
-      .refine((v) => !OTHER_URL.test(v), "must be a SQLite file path or a postgres:// (postgresql://) URL")
+      .refine((v) => !isOtherUrl(v), "must be a SQLite file path or a postgres:// (postgresql://) URL")
       .default("data/pets.sqlite"),
     /** PostgreSQL only: connections per replica, at most (plus one for health pings). Size it so replicas × (this + 1) stays under the server's max_connections. */
     PETS_DB_POOL_SIZE: z

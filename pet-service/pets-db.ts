@@ -8,7 +8,8 @@ import { access } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { messageOf } from "../lib/error-message.js";
 import { IDEMPOTENCY_TTL_MS } from "./idempotency.js";
-import { describePetsDb, isPostgresUrl, openPetStore, openTransferSource, openTransferTarget } from "./store/open-store.js";
+import { describePetsDb, openPetStore, openTransferSource, openTransferTarget } from "./store/open-store.js";
+import { isPostgresUrl } from "./store/pets-db-url.js";
 import { copyStore } from "./store/transfer.js";
 
 const USAGE = `usage: npm run pets-db -- copy --from <PETS_DB> --to <PETS_DB> [--replace]

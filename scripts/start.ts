@@ -9,6 +9,7 @@ import { createKeyVerifier } from "../gateway/auth/jwt-verifier.js";
 import { watchRevocations } from "../gateway/auth/revocation-list.js";
 import { DOCS_PATH } from "../gateway/docs.js";
 import { ensureKeyPair, issueKey } from "../keys/index.js";
+import { isPostgresUrl } from "../pet-service/store/pets-db-url.js";
 
 const env = { ...process.env };
 const keysDir = env.KEYS_DIR || "keys";
@@ -18,7 +19,7 @@ env.PET_SERVICE_ADDR ||= `127.0.0.1:${env.PET_SERVICE_PORT || 50051}`;
 // The demo key lives beside the SQLite database (data/ by default), which git ignores; with a
 // PostgreSQL URL in data/ (the URL's dirname made a "postgres:/user:password@host" directory).
 const petsDb = env.PETS_DB || "data/pets.sqlite";
-const demoKeyFile = path.join(/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(petsDb) ? "data" : path.dirname(petsDb), "demo-key");
+const demoKeyFile = path.join(isPostgresUrl(petsDb) ? "data" : path.dirname(petsDb), "demo-key");
 
 ensureKeyPair(keysDir);
 const demoKey = reuseOrIssueDemoKey();

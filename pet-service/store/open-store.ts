@@ -1,5 +1,6 @@
 import type { Logger } from "../../lib/logger.js";
 import { withoutPasswords } from "../../lib/redact-url.js";
+import { isPostgresUrl } from "./pets-db-url.js";
 import type { PetServiceMetrics } from "../metrics.js";
 import type { PetStore } from "./pet-store.js";
 import { PostgresPetStore } from "./postgres-pet-store.js";
@@ -7,13 +8,6 @@ import { postgresTransferSource, postgresTransferTarget } from "./postgres-trans
 import { SqlitePetStore } from "./sqlite-pet-store.js";
 import { sqliteTransferSource, sqliteTransferTarget } from "./sqlite-transfer.js";
 import type { TransferSource, TransferTarget } from "./transfer.js";
-
-/** PETS_DB names a PostgreSQL database by URL; anything else is a SQLite file path. */
-const POSTGRES_URL = /^postgres(?:ql)?:\/\//i;
-
-export function isPostgresUrl(petsDb: string): boolean {
-  return POSTGRES_URL.test(petsDb);
-}
 
 /** PETS_DB for logs and messages: a URL's password (before the @ or as ?password=) is replaced by `***`. */
 export function describePetsDb(petsDb: string): string {

@@ -19,7 +19,7 @@ import { KEY_ID_PATTERN, privateKeyDir, publicKeyPath, revokedFilePath } from ".
 import { GATEWAY_ENV } from "../../../gateway/config.js";
 import { DOCS_PATH } from "../../../gateway/docs.js";
 import { parseRedisUrl } from "../../../lib/redis-client.js";
-import { isPostgresUrl } from "../../../pet-service/store/open-store.js";
+import { isPostgresUrl } from "../../../pet-service/store/pets-db-url.js";
 import { PET_SERVICE_NAME } from "../../../proto/load.js";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));

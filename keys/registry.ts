@@ -71,11 +71,11 @@ const PRUNE_AFTER_SECONDS = 86_400;
 export function addRevocation(keysDir: string, keyId: string, expiresAt: number | null, nowSeconds: number): boolean {
   return withLock(keysDir, () => {
     const current = readRevoked(keysDir).revoked;
-    const already = Object.hasOwn(current, keyId);
+    const already = keyId in current;
     const revoked = Object.fromEntries(
       Object.entries(current).filter(([, e]) => e.expiresAt === null || e.expiresAt + PRUNE_AFTER_SECONDS > nowSeconds),
     );
-    revoked[keyId] = (already ? current[keyId] : undefined) ?? { revokedAt: nowSeconds, expiresAt };
+    revoked[keyId] = current[keyId] ?? { revokedAt: nowSeconds, expiresAt };
     writeFileAtomic(revokedFilePath(keysDir), `${JSON.stringify({ revoked } satisfies RevokedFile, null, 2)}\n`);
     return already;
   });

@@ -55,9 +55,7 @@ export function resolveKey(keysDir: string, keyOrId: string, nowSeconds: number)
   if (!keyOrId.includes(".")) {
     const record = findIssued(keysDir, keyOrId);
     if (record) return { keyId: record.keyId, expiresAt: record.expiresAt };
-    // Own entries only: "constructor" is no revoked key id.
-    const list = readRevoked(keysDir).revoked;
-    const revoked = Object.hasOwn(list, keyOrId) ? list[keyOrId] : undefined;
+    const revoked = readRevoked(keysDir).revoked[keyOrId];
     if (revoked) return { keyId: keyOrId, expiresAt: revoked.expiresAt };
     throw new KeysError(`unknown key id ${JSON.stringify(keyOrId)}: not in the issued keys of ${keysDir}`);
   }

@@ -185,7 +185,9 @@ const revokedFileSchema = z.object({
       /** Unix seconds; null when the key never expires. Entries are pruned after expiry. */
       expiresAt: z.number().int().nullable(),
     }),
-  ),
+  )
+    // Own entries only, for every reader: a key id such as "constructor" is not revoked.
+    .transform((revoked) => Object.assign(Object.create(null) as typeof revoked, revoked)),
 });
 export type RevokedFile = z.infer<typeof revokedFileSchema>;
 export type RevokedEntry = RevokedFile["revoked"][string];
@@ -200,7 +202,7 @@ export function readRevokedFile(keysDir: string): RevokedFile {
   try {
     return parseRevokedFile(readFileSync(revokedFilePath(keysDir), "utf8"));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { revoked: {} };
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { revoked: Object.create(null) as RevokedFile["revoked"] };
     throw err;
   }
 }

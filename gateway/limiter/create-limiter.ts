@@ -33,8 +33,6 @@ export interface LimiterOptions {
 
 export interface Limiter extends LimiterStore {
   readonly mode: "memory" | "redis";
-  /** True while Redis is configured and some decisions come from memory. */
-  usingFallback(): boolean;
   /** How much of the limiting comes from memory now ("none" without Redis). */
   outage(): Outage;
   /** The Redis nodes whose subjects are decided from memory now. */
@@ -56,7 +54,6 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   if (!opts.redisUrl) {
     return Object.assign(memory(), {
       mode: "memory" as const,
-      usingFallback: () => false,
       outage: () => "none" as const,
       nodesInFallback: () => [],
       liveReplicas: () => 1,
@@ -65,9 +62,6 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   }
 
   const redis = createRedisClient(opts.redisUrl, opts.redis);
-  // A heartbeat Redis answered ends an outage even when no request comes (an unready replica gets none).
-  let answered = () => {};
-  const presence = startPresence({ redis, logger: opts.logger, ...opts.presence, onBeat: () => answered() });
   const store = createFallbackStore({
     primary: createRedisStore({ redis, ban: opts.ban }),
     fallback: memory(),
@@ -81,10 +75,11 @@ export function createLimiter(opts: LimiterOptions): Limiter {
           isNode: (node: string) => redis.slots.some((owners) => owners?.[0] === node),
         }
       : {}),
-    liveReplicas: presence.liveReplicas,
+    liveReplicas: () => presence.liveReplicas(),
     ...(opts.probeIntervalMs ? { probeIntervalMs: opts.probeIntervalMs } : {}),
   });
-  answered = store.primaryAnswered;
+  // A heartbeat Redis answered ends an outage even when no request comes (an unready replica gets none).
+  const presence = startPresence({ redis, logger: opts.logger, ...opts.presence, onBeat: store.primaryAnswered });
   const closeStores = store.close;
   return Object.assign(store, {
     mode: "redis" as const,

@@ -55,8 +55,6 @@ export interface FallbackStoreOptions {
 export type Outage = "none" | "partial" | "full";
 
 export interface FallbackStore extends LimiterStore {
-  /** True while any decision comes from memory. */
-  usingFallback(): boolean;
   outage(): Outage;
   /** The nodes whose subjects are decided from memory now. */
   nodesInFallback(): string[];
@@ -130,7 +128,7 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
     if (replicas === undefined) return undefined;
     let cached = shares.get(windows);
     if (cached?.replicas !== replicas) {
-      const share = windows.map((w) => ({ ...w, limit: Math.floor(w.limit / Math.max(1, replicas)) }));
+      const share = windows.map((w) => ({ ...w, limit: shareLimit(w.limit, replicas) }));
       cached = { replicas, windows: share.every((w) => w.limit >= 1) ? share : undefined };
       shares.set(windows, cached);
     }
@@ -167,7 +165,6 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
         return fromMemory(subject, windows);
       }
     },
-    usingFallback: () => outage() !== "none",
     outage,
     nodesInFallback: () => {
       forgetReplaced();
@@ -184,11 +181,16 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   };
 }
 
+/** One replica's share of a limit: rounded down, so the shares add up to at most the limit; 0 while the count is unknown. */
+function shareLimit(limit: number, replicas: number | undefined): number {
+  return replicas === undefined ? 0 : Math.floor(limit / Math.max(1, replicas));
+}
+
 /** Nothing admitted, nothing counted: "retry in a moment", when Redis may be back. */
 function unavailable(windows: readonly WindowLimit[], replicas: number | undefined, nowMs: number, retryMs: number): Decision {
   const results: WindowResult[] = windows.map((w) => ({
     windowSeconds: w.windowSeconds,
-    limit: replicas === undefined ? 0 : Math.floor(w.limit / Math.max(1, replicas)),
+    limit: shareLimit(w.limit, replicas),
     remaining: 0,
     resetAt: Math.ceil((nowMs + retryMs) / 1000),
     releaseAtMs: nowMs + retryMs,

@@ -16,6 +16,7 @@
  * While banned, nothing is available: remaining/r are 0, `t` runs to the end of the ban (or
  * later for an exhausted window) and Reset is no earlier than the end of the ban.
  */
+import { getOrCreate } from "../../lib/get-or-create.js";
 import type { Decision } from "./limiter.js";
 
 const NAMES: Readonly<Record<number, string>> = { 60: "minute", 3600: "hour", 86_400: "day" };
@@ -31,11 +32,8 @@ function sfString(value: string): string {
 
 /** The quoted policy name of each window length, made once (the same few lengths every request). */
 const quotedNames = new Map<number, string>();
-const quotedPolicyName = (windowSeconds: number): string => {
-  let quoted = quotedNames.get(windowSeconds);
-  if (quoted === undefined) quotedNames.set(windowSeconds, (quoted = sfString(policyName(windowSeconds))));
-  return quoted;
-};
+const quotedPolicyName = (windowSeconds: number): string =>
+  getOrCreate(quotedNames, windowSeconds, () => sfString(policyName(windowSeconds)));
 
 export function rateLimitHeaders(decision: Decision, names?: readonly string[]): Record<string, string> {
   const { windows, nowMs, retryAfterSeconds } = decision;

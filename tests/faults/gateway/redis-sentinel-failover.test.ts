@@ -55,7 +55,7 @@ describe("Sentinel failover with two gateways", () => {
     await sentinel.primary.kill();
     await until("both gateways limit from memory", async () => {
       await Promise.all([get(limit6()), get(limit6())]); // an outage is noticed by the requests it affects
-      return gateways.every(({ limiter }) => limiter.usingFallback());
+      return gateways.every(({ limiter }) => limiter.outage() !== "none");
     });
   });
 
@@ -80,7 +80,7 @@ describe("Sentinel failover with two gateways", () => {
     await until("the Sentinel names the replica as primary", async () => (await sentinel.primaryPort()) === sentinel.replica.port);
     await until("both gateways decide in Redis again", async () => {
       await Promise.all([get(limit6()), get(limit6())]);
-      return gateways.every(({ limiter }) => !limiter.usingFallback());
+      return gateways.every(({ limiter }) => limiter.outage() === "none");
     });
     console.log(`sentinel failover: both gateways back in Redis ${Date.now() - killedAt} ms after the kill`);
     const key = limit6();

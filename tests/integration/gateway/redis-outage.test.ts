@@ -57,7 +57,7 @@ describe("two gateways, Redis killed", () => {
     for (let i = 0; i < 20; i++) statuses.push((await get(i % 2 ? a.g : b.g, key)).status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(6);
     expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
-    expect(a.limiter.usingFallback() && b.limiter.usingFallback()).toBe(true);
+    expect(a.limiter.outage() !== "none" && b.limiter.outage() !== "none").toBe(true);
   });
 
   it("a limit-6 key gets at most 6 in total under 60 concurrent requests", async () => {
@@ -92,7 +92,7 @@ describe("two gateways, Redis killed", () => {
     await redis.start();
     await until("both gateways decide in Redis again", async () => {
       await Promise.all([get(a.g, limit6()), get(b.g, limit6())]);
-      return !a.limiter.usingFallback() && !b.limiter.usingFallback();
+      return a.limiter.outage() === "none" && b.limiter.outage() === "none";
     });
     const key = limit6();
     const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => get(i % 2 ? a.g : b.g, key)));

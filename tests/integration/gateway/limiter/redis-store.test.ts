@@ -189,7 +189,7 @@ describe("redis store on a private redis-server", () => {
     expect(primary.calls).toBe(callsBefore); // decided from memory without asking Redis again
     // Memory counted the request Redis admitted before the fault: with `first`, the limit of 2 is used up.
     expect([first.outcome, second.outcome]).toEqual(["admitted", "limited"]);
-    expect(store.usingFallback()).toBe(true);
+    expect(store.outage()).not.toBe("none");
     expect(await faults()).toBe(1);
     expect(messages().filter((m) => m === "redis unavailable, limiting from memory")).toHaveLength(1);
     const [, blockedMs] = await busy;
@@ -261,18 +261,18 @@ describe("fallback through a Redis outage (its own private redis-server)", () =>
     // Only the first asks the dead server (failing fast); the rest go straight to memory.
     expect(primary.calls - callsAtKill).toBeLessThanOrEqual(1);
     for (const ms of durations) expect(ms).toBeLessThan(2000); // generous: catches hangs, not speed
-    expect(store.usingFallback()).toBe(true);
+    expect(store.outage()).not.toBe("none");
     expect(await m.faults()).toBe(1);
     expect(await m.active()).toBe(1);
     expect(messages().filter((msg) => msg === "redis unavailable, limiting from memory")).toHaveLength(1);
 
     await server.start();
     const deadline = Date.now() + 5000;
-    while (store.usingFallback() && Date.now() < deadline) {
+    while (store.outage() !== "none" && Date.now() < deadline) {
       await store.hit("key:probe", w);
-      if (store.usingFallback()) await new Promise((r) => setTimeout(r, 25));
+      if (store.outage() !== "none") await new Promise((r) => setTimeout(r, 25));
     }
-    expect(store.usingFallback()).toBe(false);
+    expect(store.outage()).toBe("none");
     expect(await m.active()).toBe(0);
     const after = new Redis(server.url, { maxRetriesPerRequest: 0 });
     try {
@@ -321,7 +321,7 @@ describe("fallback store decisions (stub primary)", () => {
     const { logger, messages } = collectingLogger();
     const store = createFallbackStore({ primary: memory, fallback: memory, logger });
     await expect(store.hit("s", [{ windowSeconds: 60, limit: 0 }])).rejects.toThrow(RangeError);
-    expect(store.usingFallback()).toBe(false);
+    expect(store.outage()).toBe("none");
     expect(messages()).toEqual([]);
   });
 });

@@ -63,7 +63,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     channelOptions: PET_SERVICE_CHANNEL_OPTIONS,
     explain: () => storageFaultOf(pets),
   });
-  metrics.probePetService(async () => (await petHealth()) === undefined);
+  metrics.probePetService(petHealth.serving);
 
   let stopping = false;
   // A partial outage (one Cluster node failing over) keeps the gateway ready: its other subjects

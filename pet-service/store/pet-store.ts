@@ -18,6 +18,18 @@ export interface Pet extends NewPet {
   id: bigint;
 }
 
+/** A pet as both stores' queries return it: int64 columns as decimal text (exact; JS numbers are not). */
+export interface PetRow {
+  id: string;
+  name: string;
+  categoryId: string;
+  status: PetStatus;
+}
+
+export function petOfRow(row: PetRow): Pet {
+  return { id: BigInt(row.id), name: row.name, categoryId: BigInt(row.categoryId), status: row.status };
+}
+
 export interface ListQuery {
   limit: number;
   /** Only pets with this status; every status when absent. */

@@ -6,7 +6,7 @@ import type { SchemaReport } from "./migrations.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { asStoreError } from "./postgres-faults.js";
 import { EXPIRED_KEYS_PER_CREATE } from "./sqlite-idempotency.js";
-import type { CreateOnceResult, IdempotencyKey, ListQuery, NewPet, Pet, PetStatus, PetStore } from "./pet-store.js";
+import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, type NewPet, type Pet, type PetRow, type PetStore } from "./pet-store.js";
 
 /**
  * Connection settings. The pool is bounded (PETS_DB_POOL_SIZE); a connection that cannot be made
@@ -89,13 +89,6 @@ const QUERY_NAMES: Readonly<Record<QueryKey, PostgresQuery>> = {
   ping: "ping",
 };
 
-interface Row {
-  id: string;
-  name: string;
-  categoryId: string;
-  status: PetStatus;
-}
-
 /** A replay lookup can miss when the live key expired between the two statements: try again, a few times. */
 const CREATE_ONCE_ATTEMPTS = 3;
 
@@ -158,7 +151,7 @@ export class PostgresPetStore implements PetStore {
 
   async create(pet: NewPet): Promise<Pet> {
     const [row] = await this.query("insert", [pet.name, String(pet.categoryId), pet.status]);
-    return toPet(row!);
+    return petOfRow(row!);
   }
 
   async createOnce(pet: NewPet, key: IdempotencyKey): Promise<CreateOnceResult> {
@@ -172,11 +165,11 @@ export class PostgresPetStore implements PetStore {
         key.now,
         key.expiredAt,
       ]);
-      if (created) return { outcome: "created", pet: toPet(created) };
-      const [found] = await this.query<Row & { requestHash: string }>("findKey", [key.requestId, key.expiredAt]);
+      if (created) return { outcome: "created", pet: petOfRow(created) };
+      const [found] = await this.query<PetRow & { requestHash: string }>("findKey", [key.requestId, key.expiredAt]);
       if (found) {
         const { requestHash, ...stored } = found;
-        return requestHash === key.requestHash ? { outcome: "replayed", pet: toPet(stored) } : { outcome: "key_reused" };
+        return requestHash === key.requestHash ? { outcome: "replayed", pet: petOfRow(stored) } : { outcome: "key_reused" };
       }
       if (attempt === CREATE_ONCE_ATTEMPTS) throw new Error(`idempotency key neither claimed nor found after ${attempt} attempts`);
     }
@@ -185,12 +178,12 @@ export class PostgresPetStore implements PetStore {
   async list({ limit, status, afterId = 0n }: ListQuery): Promise<Pet[]> {
     const after = String(afterId);
     const rows = status ? await this.query("listByStatus", [status, after, limit]) : await this.query("list", [after, limit]);
-    return rows.map(toPet);
+    return rows.map(petOfRow);
   }
 
   async get(id: bigint): Promise<Pet | undefined> {
     const [row] = await this.query("get", [String(id)]);
-    return row && toPet(row);
+    return row && petOfRow(row);
   }
 
   async ping(): Promise<void> {
@@ -204,7 +197,7 @@ export class PostgresPetStore implements PetStore {
   }
 
   /** Runs a named (prepared once per connection) statement; timed when metrics are on; storage faults as StorageUnavailableError. */
-  private async query<T = Row>(key: QueryKey, values: unknown[], pool = this.pool): Promise<T[]> {
+  private async query<T = PetRow>(key: QueryKey, values: unknown[], pool = this.pool): Promise<T[]> {
     if (this.closing) throw new Error("pet store is closed");
     const timer = this.timers[key];
     const started = timer && performance.now();
@@ -217,8 +210,4 @@ export class PostgresPetStore implements PetStore {
       if (timer) timer.observe((performance.now() - started!) / 1000);
     }
   }
-}
-
-function toPet(row: Row): Pet {
-  return { id: BigInt(row.id), name: row.name, categoryId: BigInt(row.categoryId), status: row.status };
 }

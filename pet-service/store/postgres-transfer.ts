@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { Pet, PetStatus } from "./pet-store.js";
+import { petOfRow, type Pet, type PetRow } from "./pet-store.js";
 import { POSTGRES_STATEMENTS } from "./postgres-pet-store.js";
 import type { KeyRecord, TransferSource, TransferTarget } from "./transfer.js";
 
@@ -36,11 +36,11 @@ export async function postgresTransferSource(url: string): Promise<TransferSourc
       return rows[0]!;
     },
     async pets(afterId, limit) {
-      const { rows } = await client.query<{ id: string; name: string; categoryId: string; status: PetStatus }>(POSTGRES_STATEMENTS.list, [
+      const { rows } = await client.query<PetRow>(POSTGRES_STATEMENTS.list, [
         String(afterId),
         limit,
       ]);
-      return rows.map((r) => ({ ...r, id: BigInt(r.id), categoryId: BigInt(r.categoryId) }));
+      return rows.map(petOfRow);
     },
     async *keys(liveAfter, batchSize) {
       // A cursor of the snapshot: no ordering or index needed to page through them.

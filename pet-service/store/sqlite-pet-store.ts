@@ -2,7 +2,7 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type sqlite3 from "sqlite3";
 import type { PetServiceMetrics, SqliteQuery } from "../metrics.js";
-import type { CreateOnceResult, IdempotencyKey, ListQuery, NewPet, Pet, PetStatus, PetStore } from "./pet-store.js";
+import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, type NewPet, type Pet, type PetRow, type PetStore } from "./pet-store.js";
 import { all, closeDatabase, exec, openDatabase, prepare, run } from "./sqlite-calls.js";
 import type { SchemaReport } from "./migrations.js";
 import { toStorageError } from "./sqlite-faults.js";
@@ -67,13 +67,6 @@ export interface SqlitePetStoreOptions {
 }
 
 type Observer = { observe(seconds: number): void };
-
-interface Row {
-  id: string;
-  name: string;
-  categoryId: string;
-  status: PetStatus;
-}
 
 /** A create waiting for the next group commit. */
 interface PendingWrite {
@@ -193,12 +186,12 @@ export class SqlitePetStore implements PetStore {
     const rows = await (status ? this.query("listByStatus", [status, after, limit]) : this.query("list", [after, limit])).catch(
       this.storageError,
     );
-    return rows.map(toPet);
+    return rows.map(petOfRow);
   }
 
   async get(id: bigint): Promise<Pet | undefined> {
     const [row] = await this.query("get", [String(id)]).catch(this.storageError);
-    return row && toPet(row);
+    return row && petOfRow(row);
   }
 
   /** A local file: reachable whenever the process runs (its write faults surface on the writes). */
@@ -235,7 +228,7 @@ export class SqlitePetStore implements PetStore {
     // `all`, not `get`: it steps the statement to completion (`get` would leave it mid-way).
     // The batch's COMMIT makes it durable.
     const [row] = await this.query("insert", [pet.name, String(pet.categoryId), pet.status]);
-    return toPet(row!);
+    return petOfRow(row!);
   }
 
   /** Queues a create for the next group commit; settles after that commit (or its failure). */
@@ -321,21 +314,17 @@ export class SqlitePetStore implements PetStore {
   }
 
   /** Runs a prepared statement to completion; timed (failures included) when metrics are on. */
-  private query(key: QueryKey, params: unknown[]): Promise<Row[]> {
+  private query(key: QueryKey, params: unknown[]): Promise<PetRow[]> {
     if (this.closing && key !== "insert") return Promise.reject(new Error("pet store is closed"));
     const timer = this.timers[key];
     const started = timer && performance.now();
     return new Promise((resolve, reject) => {
       const copies = this.statements[key];
-      copies[this.turn++ % copies.length]!.all<Row>(params, (err, rows) => {
+      copies[this.turn++ % copies.length]!.all<PetRow>(params, (err, rows) => {
         if (timer) timer.observe((performance.now() - started!) / 1000);
         if (err) reject(err);
         else resolve(rows);
       });
     });
   }
-}
-
-function toPet(row: Row): Pet {
-  return { id: BigInt(row.id), name: row.name, categoryId: BigInt(row.categoryId), status: row.status };
 }

@@ -1,5 +1,5 @@
 import sqlite3 from "sqlite3";
-import type { Pet, PetStatus } from "./pet-store.js";
+import { petOfRow, type Pet, type PetRow } from "./pet-store.js";
 import { all, closeDatabase, exec, openDatabase, run } from "./sqlite-calls.js";
 import { SQLITE_STATEMENTS } from "./sqlite-pet-store.js";
 import type { KeyRecord, TransferSource, TransferTarget } from "./transfer.js";
@@ -18,13 +18,6 @@ async function lastIssuedId(db: sqlite3.Database): Promise<bigint> {
   return BigInt(row!.id);
 }
 
-interface PetRow {
-  id: string;
-  name: string;
-  categoryId: string;
-  status: PetStatus;
-}
-
 /** Reads `file` in one read transaction: every query sees the same snapshot (WAL). */
 export async function sqliteTransferSource(file: string): Promise<TransferSource> {
   const db = await openDatabase(file, sqlite3.OPEN_READONLY);
@@ -40,7 +33,7 @@ export async function sqliteTransferSource(file: string): Promise<TransferSource
     },
     async pets(afterId, limit) {
       const rows = await all<PetRow>(db, SQLITE_STATEMENTS.list, [String(afterId), limit]);
-      return rows.map((r) => ({ ...r, id: BigInt(r.id), categoryId: BigInt(r.categoryId) }));
+      return rows.map(petOfRow);
     },
     async *keys(liveAfter, batchSize) {
       for (let after = 0; ; ) {

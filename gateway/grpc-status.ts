@@ -1,4 +1,5 @@
 import { status as GrpcStatus } from "@grpc/grpc-js";
+import { IDEMPOTENCY_KEY_REUSED } from "../lib/grpc-status-details.js";
 import type { ErrorCode } from "./errors.js";
 
 export interface GrpcMapping {
@@ -23,7 +24,7 @@ export const GRPC_TO_HTTP: Readonly<Record<number, GrpcMapping>> = {
   [GrpcStatus.FAILED_PRECONDITION]: {
     code: "invalid_request",
     passMessage: true,
-    reasons: new Map([["IDEMPOTENCY_KEY_REUSED", "idempotency_key_reused"]]),
+    reasons: new Map([[IDEMPOTENCY_KEY_REUSED, "idempotency_key_reused"]]),
   },
   [GrpcStatus.UNAUTHENTICATED]: { code: "unauthorized", passMessage: false },
   [GrpcStatus.PERMISSION_DENIED]: { code: "forbidden", passMessage: false },

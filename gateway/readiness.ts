@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
-import { errorInfoOf, PETSTORE_ERROR_DOMAIN } from "../lib/grpc-status-details.js";
+import { errorInfoOf, PETSTORE_ERROR_DOMAIN, STORAGE_UNAVAILABLE } from "../lib/grpc-status-details.js";
 import { PET_SERVICE_NAME } from "../proto/load.js";
 import { isGrpcError, type PetClient } from "./pet-client.js";
 
@@ -15,8 +15,6 @@ export async function notReadyReasons(checks: readonly ReadinessCheck[]): Promis
 
 const HealthClient = grpc.makeClientConstructor(healthService, "grpc.health.v1.Health");
 
-/** The pet service's google.rpc.ErrorInfo reason for "its storage cannot serve now" (pet-service/grpc-errors.ts). */
-const STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE";
 
 /**
  * Why the pet service cannot serve, in its own words: one cheap call (ListPets of one pet) whose

@@ -20,6 +20,9 @@ const RETRY_INFO_TYPE_URL = "type.googleapis.com/google.rpc.RetryInfo";
 
 /** The google.rpc.ErrorInfo domain of the pet service's reasons. */
 export const PETSTORE_ERROR_DOMAIN = "petstore.v1";
+/** Reasons of that domain, a contract between the pet service (sets them) and the gateway (maps them). */
+export const IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"; // a request_id reused for another request
+export const STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE"; // the storage cannot serve the call now
 
 /** google.rpc.ErrorInfo: a machine-readable reason (UPPER_SNAKE_CASE) within a domain. */
 export interface ErrorInfo {

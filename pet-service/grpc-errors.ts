@@ -1,5 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
-import { PETSTORE_ERROR_DOMAIN, statusDetailsMetadata } from "../lib/grpc-status-details.js";
+import { IDEMPOTENCY_KEY_REUSED, PETSTORE_ERROR_DOMAIN, STORAGE_UNAVAILABLE, statusDetailsMetadata } from "../lib/grpc-status-details.js";
 import type { FieldViolation } from "./rules.js";
 import type { StorageFault } from "./store/pet-store.js";
 
@@ -27,9 +27,6 @@ export function invalidArgument(violations: FieldViolation[]): RpcError {
   return new RpcError(grpc.status.INVALID_ARGUMENT, message, statusDetailsMetadata(grpc.status.INVALID_ARGUMENT, message, { violations }));
 }
 
-/** google.rpc.ErrorInfo reason (domain petstore.v1) of a request_id reused for another request. */
-export const IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED";
-
 /**
  * A request_id still bound to a different CreatePet request. FAILED_PRECONDITION: the request is
  * valid in itself but the system's state (the key's binding) forbids it until the key expires,
@@ -50,15 +47,12 @@ export function idempotencyKeyReused(ttlHours: number): RpcError {
   );
 }
 
-/** google.rpc.ErrorInfo reason (domain petstore.v1) of a call the storage could not serve now. */
-export const STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE";
-
 /**
  * How long a client is advised (google.rpc.RetryInfo, the gateway's Retry-After) to wait after a
  * storage fault: an unreachable database is usually a restart or a failover, back within
  * seconds; a full or read-only disk, a failing device or a long-held lock wait for an operator.
  */
-export const STORAGE_RETRY_DELAY_MS: Readonly<Record<StorageFault, number>> = {
+const STORAGE_RETRY_DELAY_MS: Readonly<Record<StorageFault, number>> = {
   unreachable: 2_000,
   busy: 5_000,
   disk_full: 5_000,

@@ -1,12 +1,11 @@
 import express from "express";
 import { z } from "zod";
-import { decimalText, parseEnv, port } from "../lib/config.js";
+import { decimalText, integer, parseEnv, port } from "../lib/config.js";
 import { redisUrl } from "../lib/redis-client.js";
 import { GRPC_TARGET_FORMS, isGrpcTarget } from "./grpc-target.js";
 import type { Upstream } from "./upstreams.js";
 
-const positiveInt = (fallback: number, what: string) =>
-  z.preprocess(decimalText, z.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`)).default(fallback);
+const positiveInt = (fallback: number, what: string) => integer(fallback, what, 1);
 
 /** "true"/"false", a hop count, or a list of trusted proxy addresses/subnets (Express syntax). */
 const trustProxy = z

@@ -37,6 +37,12 @@ export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEn
 export const decimalText = (value: unknown): unknown =>
   typeof value === "string" && /^-?[0-9]+(\.[0-9]+)?$/.test(value) ? Number(value) : value;
 
+/** An integer written in decimal, min..max; each refusal says "must be <what>". */
+export const integer = (fallback: number, what: string, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .preprocess(decimalText, z.number({ error: `must be ${what}` }).int(`must be ${what}`).min(min, `must be ${what}`).max(max, `must be ${what}`))
+    .default(fallback);
+
 /** A TCP port: an integer 0..65535 (0 picks a free port). */
 export const port = (fallback: number) =>
   z

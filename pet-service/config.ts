@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { decimalText, parseEnv, port } from "../lib/config.js";
+import { integer, parseEnv, port } from "../lib/config.js";
 import { DEFAULT_POOL_SIZE } from "./store/postgres-pet-store.js";
 import { isOtherUrl } from "./store/pets-db-url.js";
 
@@ -20,12 +20,7 @@ export const PET_SERVICE_ENV = z
       .refine((v) => !isOtherUrl(v), "must be a SQLite file path or a postgres:// (postgresql://) URL")
       .default("data/pets.sqlite"),
     /** PostgreSQL only: connections per replica, at most (plus one for health pings). Size it so replicas × (this + 1) stays under the server's max_connections. */
-    PETS_DB_POOL_SIZE: z
-      .preprocess(
-        decimalText,
-        z.number({ error: "must be an integer 1..1000" }).int("must be an integer 1..1000").min(1, "must be an integer 1..1000").max(1000, "must be an integer 1..1000"),
-      )
-      .default(DEFAULT_POOL_SIZE),
+    PETS_DB_POOL_SIZE: integer(DEFAULT_POOL_SIZE, "an integer 1..1000", 1, 1000),
     /** HTTP port for GET /metrics (Prometheus) and GET /healthz; unset = no HTTP listener. */
     METRICS_PORT: port(0).unwrap().optional(),
   })

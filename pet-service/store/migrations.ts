@@ -21,8 +21,21 @@ export interface SchemaReport {
   baselined: boolean;
 }
 
+/**
+ * Applies the migrations of `all` above `current` in order with `apply` (which runs the SQL and
+ * records the version, in the caller's transaction); returns the versions applied.
+ */
+export async function applyPending(all: readonly Migration[], current: number, apply: (migration: Migration) => Promise<void>): Promise<number[]> {
+  const applied: number[] = [];
+  for (const migration of pendingMigrations(all, current)) {
+    await apply(migration);
+    applied.push(migration.version);
+  }
+  return applied;
+}
+
 /** The migrations of `all` above `current`, after checking that the code knows the database's version. */
-export function pendingMigrations(all: readonly Migration[], current: number): Migration[] {
+function pendingMigrations(all: readonly Migration[], current: number): Migration[] {
   all.forEach((m, i) => {
     if (m.version !== i + 1) throw new Error(`migration ${m.name} has version ${m.version}, expected ${i + 1}`);
   });

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { pendingMigrations, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "./migrations.js";
+import { applyPending, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "./migrations.js";
 
 /**
  * The PostgreSQL schema, version by version (never edit a released one: add the next).
@@ -65,12 +65,10 @@ export async function migratePostgres(pool: pg.Pool, migrations = POSTGRES_MIGRA
        )`,
     );
     const { rows } = await client.query<{ version: number }>(`SELECT coalesce(max(version), 0) AS version FROM ${SCHEMA_MIGRATIONS_TABLE}`);
-    const applied: number[] = [];
-    for (const migration of pendingMigrations(migrations, rows[0]!.version)) {
+    const applied = await applyPending(migrations, rows[0]!.version, async (migration) => {
       await client.query(migration.sql);
       await client.query(`INSERT INTO ${SCHEMA_MIGRATIONS_TABLE} (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
-      applied.push(migration.version);
-    }
+    });
     await client.query("COMMIT");
     return { version: migrations.length, applied, baselined: false };
   } catch (err) {

@@ -1,5 +1,5 @@
 import type sqlite3 from "sqlite3";
-import { pendingMigrations, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "./migrations.js";
+import { applyPending, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "./migrations.js";
 import { all, exec, run } from "./sqlite-calls.js";
 
 /**
@@ -72,8 +72,7 @@ export async function migrateSqlite(db: sqlite3.Database, migrations = SQLITE_MI
        ) STRICT;`,
     );
     const [row] = await all<{ version: number | null }>(db, `SELECT max(version) AS version FROM ${SCHEMA_MIGRATIONS_TABLE}`);
-    const applied: number[] = [];
-    for (const migration of pendingMigrations(migrations, row?.version ?? 0)) {
+    const applied = await applyPending(migrations, row?.version ?? 0, async (migration) => {
       await exec(db, migration.sql);
       await run(db, `INSERT INTO ${SCHEMA_MIGRATIONS_TABLE} (version, name, applied_at, baseline) VALUES (?, ?, ?, ?)`, [
         migration.version,
@@ -81,8 +80,7 @@ export async function migrateSqlite(db: sqlite3.Database, migrations = SQLITE_MI
         new Date().toISOString(),
         baselined && migration.version === 1 ? 1 : 0,
       ]);
-      applied.push(migration.version);
-    }
+    });
     await run(db, "COMMIT");
     return { version: migrations.length, applied, baselined };
   } catch (err) {

@@ -19,7 +19,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   const url = new URL(db.url);
   proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
-  pets = await spawnPetService({ petsDb: viaProxy(db.url, proxy) });
+  pets = await spawnPetService({ dbPath: viaProxy(db.url, proxy) });
   keys = await createTestKeys();
   key = keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
   // A deadline far longer than a fast failure: a call that hung on the database would end in 504, not 503.

@@ -22,7 +22,7 @@ let gateway: RunningGateway;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  replicas = await Promise.all([0, 1].map(() => spawnPetService({ petsDb: db.url })));
+  replicas = await Promise.all([0, 1].map(() => spawnPetService({ dbPath: db.url })));
   keys = await createTestKeys();
   // The deadline is generous: this test is about failures of replicas, not a loaded machine's latency.
   gateway = await startGateway({

@@ -1,11 +1,11 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
+import { createTestDatabase } from "../tests/helpers/postgres.js";
 import type { PrivateRedis } from "../tests/helpers/redis-server.js";
 import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.js";
 import { h2load, wrk, type HttpTarget, type Run } from "./load.js";
 import { log } from "./processes.js";
 import {
-  createPrivateDatabase,
   rawCall,
   seedPets,
   startFixedGrpcServer,
@@ -59,10 +59,12 @@ export interface Scenarios {
   /** Scenarios that could not run here, with the reason (shown under the table). */
   notMeasured: string[];
   /** Drops what the scenarios created outside their processes (the PostgreSQL database); after stopAll(). */
-  cleanUp(): void;
+  cleanUp(): Promise<void>;
 }
 
 const LOG_LEVEL = "info";
+/** The PostgreSQL server of the PostgreSQL rows (trust auth); each run creates a private database on it and drops it. */
+const PG_SERVER = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432";
 const NEW_PET = { name: "Bench pet", categoryId: 7, status: "pending" };
 
 export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> {
@@ -181,9 +183,11 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
     if ("missing" in go) notMeasured.push(go.missing);
     else all.push(http("i", "(i) grpc-gateway (Go) in front of the same pet service: GET /v1/pets?limit=20, its own JSON, no auth or limits", list(go), go));
   }
-  let cleanUp = () => {};
+  let cleanUp = async () => {};
   if (opts.postgres && (wanted("a-pg") || wanted("d-pg"))) {
-    const database = createPrivateDatabase();
+    const database = await createTestDatabase(`${PG_SERVER}/postgres`).catch((err: unknown) => ({
+      missing: `PostgreSQL rows need a server (BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432); CREATE DATABASE at ${PG_SERVER} failed: ${err instanceof Error ? err.message : String(err)}`,
+    }));
     if ("missing" in database) notMeasured.push(database.missing);
     else {
       cleanUp = database.drop;
@@ -202,12 +206,14 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
       await seedPets(front.address, auth, settings.seed);
       const measured = { front: front.proc.pid, "pet:0": replicas[0]!.proc.pid, "pet:1": replicas[1]!.proc.pid, redis: redis.process.pid! };
       // PostgreSQL's backends for the replicas' pooled connections, as they are when the run starts.
-      const withBackends = () => ({ ...measured, ...Object.fromEntries(database.backendPids().map((pid) => [`postgres:${pid}`, pid])) });
+      const backendPids = async () =>
+        (await database.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [database.name])).map((r) => r.pid);
+      const withBackends = async () => ({ ...measured, ...Object.fromEntries((await backendPids()).map((pid) => [`postgres:${pid}`, pid])) });
       const row = (key: string, label: string, target: HttpTarget): Scenario => ({
         key,
         label,
         pids: measured,
-        run: (seconds) => wrk(target, loadOpts(withBackends(), seconds)),
+        run: async (seconds) => wrk(target, loadOpts(await withBackends(), seconds)),
       });
       all.push(
         row("a-pg", "(a) full path, PostgreSQL behind two pet-service replicas (round robin; CPU of both replicas added up; PostgreSQL's backends in the last column)", list(front)),

@@ -160,33 +160,3 @@ export async function startGoGateway(dir: string, petAddress: string): Promise<S
   await waitFor(proc, "GET /v1/pets 200", async () => (await fetch(`${address}/v1/pets?limit=20`)).status === 200);
   return { proc, address };
 }
-
-/** A private PostgreSQL database for the benchmark (psql on PATH, trust auth), dropped by `drop()`. */
-export interface PrivateDatabase {
-  url: string;
-  /** The server processes serving this database's connections now (pg_stat_activity). */
-  backendPids(): number[];
-  drop(): void;
-}
-
-const PG_SERVER = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432";
-
-export function createPrivateDatabase(): PrivateDatabase | { missing: string } {
-  if (!onPath("psql")) return { missing: "PostgreSQL rows need psql and a server (BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432)" };
-  const name = `petstore_bench_${process.pid}_${Date.now()}`;
-  const psql = (sql: string) => execFileSync("psql", [`${PG_SERVER}/postgres`, "-v", "ON_ERROR_STOP=1", "-qAt", "-c", sql], { stdio: "pipe" });
-  try {
-    psql(`CREATE DATABASE ${name}`);
-  } catch (err) {
-    return { missing: `PostgreSQL at ${PG_SERVER} refused CREATE DATABASE: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}` };
-  }
-  return {
-    url: `${PG_SERVER}/${name}`,
-    backendPids: () =>
-      String(psql(`SELECT pid FROM pg_stat_activity WHERE datname = '${name}' AND pid <> pg_backend_pid()`))
-        .split("\n")
-        .filter(Boolean)
-        .map(Number),
-    drop: () => void psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
-  };
-}

@@ -107,20 +107,23 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
   });
   const targets = { a: list(gwRedis), b: { url: `${bare.address}/v1/pets?limit=20`, status: 200 }, c: noop(gwRedis), d: create(gwRedis) };
 
-  /** The processes a scenario's requests go through: its front, and the pet service and Redis when they do. */
-  const pids = (front: Service | undefined, uses: { pet: boolean; redis: boolean }) => ({
+  /**
+   * The processes a scenario's requests go through: its front, and the pet service (`petService`,
+   * ours unless --compare's) and Redis when they do.
+   */
+  const pids = (front: Service | undefined, uses: { pet: boolean; redis: boolean }, petService: Service = pet) => ({
     ...(front && { front: front.proc.pid }),
-    ...(uses.pet && { pet: pet.proc.pid }),
+    ...(uses.pet && { pet: petService.proc.pid }),
     ...(uses.redis && { redis: redis.process.pid! }),
   });
-  const http = (key: string, label: string, target: HttpTarget, front: Service, withRedis = false, viaPet = true): Scenario => {
-    const measured = pids(front, { pet: viaPet, redis: withRedis });
+  const http = (key: string, label: string, target: HttpTarget, front: Service, withRedis = false, viaPet = true, petService: Service = pet): Scenario => {
+    const measured = pids(front, { pet: viaPet, redis: withRedis }, petService);
     return { key, label, pids: measured, run: (seconds) => wrk(target, loadOpts(measured, seconds)) };
   };
-  const grpcDirect = async (key: string, label: string, method: PetMethod, request: object): Promise<Scenario> => {
-    const frame = grpcFrame(await checkedRequest(pet.address, method, request));
-    const measured = pids(undefined, { pet: true, redis: false });
-    const url = `http://${pet.address}${methodPath(method)}`;
+  const grpcDirect = async (key: string, label: string, method: PetMethod, request: object, petService: Service = pet): Promise<Scenario> => {
+    const frame = grpcFrame(await checkedRequest(petService.address, method, request));
+    const measured = pids(undefined, { pet: true, redis: false }, petService);
+    const url = `http://${petService.address}${methodPath(method)}`;
     return { key, label, pids: measured, run: (seconds) => h2load({ url, frame }, loadOpts(measured, seconds)) };
   };
 
@@ -142,24 +145,17 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
         })
       : undefined,
   ];
-  if (opts.compareRoot) {
+  if (opts.compareRoot && ["c-mem@base", "a@base", "g@base"].some(wanted)) {
     const root = opts.compareRoot;
     const basePet = await startPetService({ dir, name: "pet-service-base", db: path.join(dir, "pets-base.sqlite"), logLevel: LOG_LEVEL, root, ...profile(opts) });
     const baseGateway = await startGateway({ dir, name: "gateway-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, redisUrl: redis.url, root, ...profile(opts) });
     await seedPets(baseGateway.address, auth, settings.seed);
-    const basePids = { front: baseGateway.proc.pid, pet: basePet.proc.pid, redis: redis.process.pid! };
-    const baseFrame = grpcFrame(await checkedRequest(basePet.address, "ListPets", { limit: 20 }));
+    const baseDirect = await grpcDirect("g@base", `(g) the pet service alone, ${root}`, "ListPets", { limit: 20 }, basePet);
     const baseMemory = await startGateway({ dir, name: "gateway-memory-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, root, ...profile(opts) });
-    const memoryPids = { front: baseMemory.proc.pid };
     all.push(
-      { key: "c-mem@base", label: `(c) auth + limiter only, memory limiter, ${root}`, pids: memoryPids, run: (seconds) => wrk(noop(baseMemory), loadOpts(memoryPids, seconds)) },
-      { key: "a@base", label: `(a) full path, ${root}`, pids: basePids, run: (seconds) => wrk(list(baseGateway), loadOpts(basePids, seconds)) },
-      {
-        key: "g@base",
-        label: `(g) the pet service alone, ${root}`,
-        pids: { pet: basePet.proc.pid },
-        run: (seconds) => h2load({ url: `http://${basePet.address}${methodPath("ListPets")}`, frame: baseFrame }, loadOpts({ pet: basePet.proc.pid }, seconds)),
-      },
+      http("c-mem@base", `(c) auth + limiter only, memory limiter, ${root}`, noop(baseMemory), baseMemory, false, false, basePet),
+      http("a@base", `(a) full path, ${root}`, list(baseGateway), baseGateway, true, true, basePet),
+      baseDirect,
     );
   }
   const notMeasured: string[] = [];

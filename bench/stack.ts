@@ -130,7 +130,7 @@ export async function startFixedGrpcServer(dir: string, replyFile: string, reque
 
 const GO_GATEWAY_TOOLS = ["go", "protoc", "protoc-gen-go", "protoc-gen-grpc-gateway"];
 const GO_GATEWAY_SOURCES = "/usr/share/gocode/src/github.com/grpc-ecosystem/grpc-gateway/runtime";
-export const GO_GATEWAY_PACKAGES =
+const GO_GATEWAY_PACKAGES =
   "golang-go protobuf-compiler golang-goprotobuf-dev golang-grpc-gateway golang-github-grpc-ecosystem-grpc-gateway-dev golang-google-grpc-dev golang-google-genproto-dev";
 
 const onPath = (tool: string) => (process.env.PATH ?? "").split(path.delimiter).some((d) => d && existsSync(path.join(d, tool)));

@@ -6,7 +6,7 @@ import pg from "pg";
  * `.ci/run` makes sure it runs), or PG_TEST_URL. Each test file creates databases of its own,
  * named pets_test_<random>, and drops them at the end; it never touches another database.
  */
-export const PG_ADMIN_URL = process.env.PG_TEST_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const PG_ADMIN_URL = process.env.PG_TEST_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
 export interface TestDatabase {
   name: string;

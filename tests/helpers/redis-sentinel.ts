@@ -23,7 +23,7 @@ export interface PrivateSentinel {
   stop(): Promise<void>;
 }
 
-export const SENTINEL_PRIMARY_NAME = "mymaster";
+const SENTINEL_PRIMARY_NAME = "mymaster";
 
 export async function startRedisSentinel(): Promise<PrivateSentinel> {
   const dir = mkdtempSync(path.join(tmpdir(), "petstore-sentinel-"));

@@ -86,7 +86,7 @@ const README_INTRO =
   "(`bench/profile-top.ts` summarises them). Latest run:";
 
 let redisServer: PrivateRedis | undefined;
-let cleanUp = () => {};
+let cleanUp = async () => {};
 
 async function main(): Promise<number> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "petstore-bench-"));
@@ -205,7 +205,7 @@ async function main(): Promise<number> {
     return 0;
   } finally {
     await stopAll();
-    cleanUp();
+    await cleanUp();
     stats?.disconnect();
     await redisServer?.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -1,11 +1,11 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
+import { createTestDatabase } from "../tests/helpers/postgres.js";
 import type { PrivateRedis } from "../tests/helpers/redis-server.js";
 import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.js";
 import { h2load, wrk, type HttpTarget, type Run } from "./load.js";
 import { log } from "./processes.js";
 import {
-  createPrivateDatabase,
   rawCall,
   seedPets,
   startFixedGrpcServer,
@@ -59,10 +59,12 @@ export interface Scenarios {
   /** Scenarios that could not run here, with the reason (shown under the table). */
   notMeasured: string[];
   /** Drops what the scenarios created outside their processes (the PostgreSQL database); after stopAll(). */
-  cleanUp(): void;
+  cleanUp(): Promise<void>;
 }
 
 const LOG_LEVEL = "info";
+/** The PostgreSQL server of the PostgreSQL rows (trust auth); each run creates a private database on it and drops it. */
+const PG_SERVER = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432";
 const NEW_PET = { name: "Bench pet", categoryId: 7, status: "pending" };
 
 export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> {
@@ -105,20 +107,23 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
   });
   const targets = { a: list(gwRedis), b: { url: `${bare.address}/v1/pets?limit=20`, status: 200 }, c: noop(gwRedis), d: create(gwRedis) };
 
-  /** The processes a scenario's requests go through: its front, and the pet service and Redis when they do. */
-  const pids = (front: Service | undefined, uses: { pet: boolean; redis: boolean }) => ({
+  /**
+   * The processes a scenario's requests go through: its front, and the pet service (`petService`,
+   * ours unless --compare's) and Redis when they do.
+   */
+  const pids = (front: Service | undefined, uses: { pet: boolean; redis: boolean }, petService: Service = pet) => ({
     ...(front && { front: front.proc.pid }),
-    ...(uses.pet && { pet: pet.proc.pid }),
+    ...(uses.pet && { pet: petService.proc.pid }),
     ...(uses.redis && { redis: redis.process.pid! }),
   });
-  const http = (key: string, label: string, target: HttpTarget, front: Service, withRedis = false, viaPet = true): Scenario => {
-    const measured = pids(front, { pet: viaPet, redis: withRedis });
+  const http = (key: string, label: string, target: HttpTarget, front: Service, withRedis = false, viaPet = true, petService: Service = pet): Scenario => {
+    const measured = pids(front, { pet: viaPet, redis: withRedis }, petService);
     return { key, label, pids: measured, run: (seconds) => wrk(target, loadOpts(measured, seconds)) };
   };
-  const grpcDirect = async (key: string, label: string, method: PetMethod, request: object): Promise<Scenario> => {
-    const frame = grpcFrame(await checkedRequest(pet.address, method, request));
-    const measured = pids(undefined, { pet: true, redis: false });
-    const url = `http://${pet.address}${methodPath(method)}`;
+  const grpcDirect = async (key: string, label: string, method: PetMethod, request: object, petService: Service = pet): Promise<Scenario> => {
+    const frame = grpcFrame(await checkedRequest(petService.address, method, request));
+    const measured = pids(undefined, { pet: true, redis: false }, petService);
+    const url = `http://${petService.address}${methodPath(method)}`;
     return { key, label, pids: measured, run: (seconds) => h2load({ url, frame }, loadOpts(measured, seconds)) };
   };
 
@@ -140,24 +145,17 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
         })
       : undefined,
   ];
-  if (opts.compareRoot) {
+  if (opts.compareRoot && ["c-mem@base", "a@base", "g@base"].some(wanted)) {
     const root = opts.compareRoot;
     const basePet = await startPetService({ dir, name: "pet-service-base", db: path.join(dir, "pets-base.sqlite"), logLevel: LOG_LEVEL, root, ...profile(opts) });
     const baseGateway = await startGateway({ dir, name: "gateway-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, redisUrl: redis.url, root, ...profile(opts) });
     await seedPets(baseGateway.address, auth, settings.seed);
-    const basePids = { front: baseGateway.proc.pid, pet: basePet.proc.pid, redis: redis.process.pid! };
-    const baseFrame = grpcFrame(await checkedRequest(basePet.address, "ListPets", { limit: 20 }));
+    const baseDirect = await grpcDirect("g@base", `(g) the pet service alone, ${root}`, "ListPets", { limit: 20 }, basePet);
     const baseMemory = await startGateway({ dir, name: "gateway-memory-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, root, ...profile(opts) });
-    const memoryPids = { front: baseMemory.proc.pid };
     all.push(
-      { key: "c-mem@base", label: `(c) auth + limiter only, memory limiter, ${root}`, pids: memoryPids, run: (seconds) => wrk(noop(baseMemory), loadOpts(memoryPids, seconds)) },
-      { key: "a@base", label: `(a) full path, ${root}`, pids: basePids, run: (seconds) => wrk(list(baseGateway), loadOpts(basePids, seconds)) },
-      {
-        key: "g@base",
-        label: `(g) the pet service alone, ${root}`,
-        pids: { pet: basePet.proc.pid },
-        run: (seconds) => h2load({ url: `http://${basePet.address}${methodPath("ListPets")}`, frame: baseFrame }, loadOpts({ pet: basePet.proc.pid }, seconds)),
-      },
+      http("c-mem@base", `(c) auth + limiter only, memory limiter, ${root}`, noop(baseMemory), baseMemory, false, false, basePet),
+      http("a@base", `(a) full path, ${root}`, list(baseGateway), baseGateway, true, true, basePet),
+      baseDirect,
     );
   }
   const notMeasured: string[] = [];
@@ -181,9 +179,11 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
     if ("missing" in go) notMeasured.push(go.missing);
     else all.push(http("i", "(i) grpc-gateway (Go) in front of the same pet service: GET /v1/pets?limit=20, its own JSON, no auth or limits", list(go), go));
   }
-  let cleanUp = () => {};
+  let cleanUp = async () => {};
   if (opts.postgres && (wanted("a-pg") || wanted("d-pg"))) {
-    const database = createPrivateDatabase();
+    const database = await createTestDatabase(`${PG_SERVER}/postgres`).catch((err: unknown) => ({
+      missing: `PostgreSQL rows need a server (BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432); CREATE DATABASE at ${PG_SERVER} failed: ${err instanceof Error ? err.message : String(err)}`,
+    }));
     if ("missing" in database) notMeasured.push(database.missing);
     else {
       cleanUp = database.drop;
@@ -202,12 +202,14 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
       await seedPets(front.address, auth, settings.seed);
       const measured = { front: front.proc.pid, "pet:0": replicas[0]!.proc.pid, "pet:1": replicas[1]!.proc.pid, redis: redis.process.pid! };
       // PostgreSQL's backends for the replicas' pooled connections, as they are when the run starts.
-      const withBackends = () => ({ ...measured, ...Object.fromEntries(database.backendPids().map((pid) => [`postgres:${pid}`, pid])) });
+      const backendPids = async () =>
+        (await database.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [database.name])).map((r) => r.pid);
+      const withBackends = async () => ({ ...measured, ...Object.fromEntries((await backendPids()).map((pid) => [`postgres:${pid}`, pid])) });
       const row = (key: string, label: string, target: HttpTarget): Scenario => ({
         key,
         label,
         pids: measured,
-        run: (seconds) => wrk(target, loadOpts(withBackends(), seconds)),
+        run: async (seconds) => wrk(target, loadOpts(await withBackends(), seconds)),
       });
       all.push(
         row("a-pg", "(a) full path, PostgreSQL behind two pet-service replicas (round robin; CPU of both replicas added up; PostgreSQL's backends in the last column)", list(front)),

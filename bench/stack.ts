@@ -130,7 +130,7 @@ export async function startFixedGrpcServer(dir: string, replyFile: string, reque
 
 const GO_GATEWAY_TOOLS = ["go", "protoc", "protoc-gen-go", "protoc-gen-grpc-gateway"];
 const GO_GATEWAY_SOURCES = "/usr/share/gocode/src/github.com/grpc-ecosystem/grpc-gateway/runtime";
-export const GO_GATEWAY_PACKAGES =
+const GO_GATEWAY_PACKAGES =
   "golang-go protobuf-compiler golang-goprotobuf-dev golang-grpc-gateway golang-github-grpc-ecosystem-grpc-gateway-dev golang-google-grpc-dev golang-google-genproto-dev";
 
 const onPath = (tool: string) => (process.env.PATH ?? "").split(path.delimiter).some((d) => d && existsSync(path.join(d, tool)));
@@ -159,34 +159,4 @@ export async function startGoGateway(dir: string, petAddress: string): Promise<S
   const proc = spawnProcess("grpc-gateway", binary, [], { PET_SERVICE_ADDR: petAddress, GW_LISTEN: `127.0.0.1:${port}` }, dir);
   await waitFor(proc, "GET /v1/pets 200", async () => (await fetch(`${address}/v1/pets?limit=20`)).status === 200);
   return { proc, address };
-}
-
-/** A private PostgreSQL database for the benchmark (psql on PATH, trust auth), dropped by `drop()`. */
-export interface PrivateDatabase {
-  url: string;
-  /** The server processes serving this database's connections now (pg_stat_activity). */
-  backendPids(): number[];
-  drop(): void;
-}
-
-const PG_SERVER = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432";
-
-export function createPrivateDatabase(): PrivateDatabase | { missing: string } {
-  if (!onPath("psql")) return { missing: "PostgreSQL rows need psql and a server (BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432)" };
-  const name = `petstore_bench_${process.pid}_${Date.now()}`;
-  const psql = (sql: string) => execFileSync("psql", [`${PG_SERVER}/postgres`, "-v", "ON_ERROR_STOP=1", "-qAt", "-c", sql], { stdio: "pipe" });
-  try {
-    psql(`CREATE DATABASE ${name}`);
-  } catch (err) {
-    return { missing: `PostgreSQL at ${PG_SERVER} refused CREATE DATABASE: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}` };
-  }
-  return {
-    url: `${PG_SERVER}/${name}`,
-    backendPids: () =>
-      String(psql(`SELECT pid FROM pg_stat_activity WHERE datname = '${name}' AND pid <> pg_backend_pid()`))
-        .split("\n")
-        .filter(Boolean)
-        .map(Number),
-    drop: () => void psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
-  };
 }

@@ -1,7 +1,7 @@
 import { chromium, type Browser, type Page } from "playwright-core";
 
 /** Debian's chromium (.ci/run installs it when missing); CHROMIUM_PATH names another build. */
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 /**
  * Headless, no sandbox (tests run as root), and none of chromium's own traffic (component updates,

@@ -7,7 +7,7 @@ import { createLogger } from "../../lib/logger.js";
 import type { AppDeps } from "../../gateway/app.js";
 import { loadGatewayConfig } from "../../gateway/config.js";
 import { createGateway, createHttpServer } from "../../gateway/gateway.js";
-import { createLimiter, type Limiter } from "../../gateway/limiter/create-limiter.js";
+import { createLimiter, type Limiter, type LimiterOptions } from "../../gateway/limiter/create-limiter.js";
 import type { Clock, LimiterStore } from "../../gateway/limiter/limiter.js";
 import { createGatewayMetrics, type GatewayMetrics } from "../../gateway/metrics.js";
 import { ensureKeyPair, issueKey, type IssueOptions } from "../../keys/index.js";
@@ -66,6 +66,7 @@ export interface GatewayOptions {
 /** The real gateway wiring (createGateway from its configuration), listening on a free loopback port. */
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const metrics = createGatewayMetrics();
+  const logger = createLogger("gateway-test", process.env.LOG_LEVEL ?? "silent");
   const config = loadGatewayConfig({
     PET_SERVICE_ADDR: opts.petServiceAddr,
     KEYS_DIR: opts.keysDir,
@@ -73,7 +74,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   const gateway = await createGateway(config, {
     clock: opts.clock ?? Date.now,
-    logger: createLogger("gateway-test", process.env.LOG_LEVEL ?? "silent"),
+    logger,
     metrics,
     revocationPollMs: 100,
     ...(opts.limiter ? { limiter: typeof opts.limiter === "function" ? opts.limiter(metrics) : opts.limiter } : {}),
@@ -81,7 +82,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   const { app } = gateway;
   const server = await new Promise<Server>((resolve) => {
-    const s = createHttpServer(app, createLogger("gateway-test", process.env.LOG_LEVEL ?? "silent"), config).listen(0, "127.0.0.1", () => resolve(s));
+    const s = createHttpServer(app, logger, config).listen(0, "127.0.0.1", () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
   return {
@@ -96,9 +97,31 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 }
 
 /**
- * A gateway limiting in the Redis at `redisUrl` (any REDIS_URL form) through the real limiter
- * wiring, with a fast heartbeat (100 ms) and a 1 s command timeout: the production 100 ms is
- * missed by a healthy Redis on a loaded test machine, and these tests are about faults, not speed.
+ * A limiter factory for startGateway's `limiter`: the real limiter wiring on the Redis at `redisUrl`
+ * (any REDIS_URL form), counting Redis faults and the fallback in the app's metrics, with a 1 s
+ * command timeout: the production 100 ms is missed by a healthy Redis on a loaded test machine
+ * (a decision taken from memory would break exact counts), and these tests are not about speed.
+ */
+export function redisLimiter(opts: {
+  redisUrl: string;
+  ban?: LimiterOptions["ban"];
+  presence?: LimiterOptions["presence"];
+}): (metrics: GatewayMetrics) => Limiter {
+  return (metrics) =>
+    createLimiter({
+      redisUrl: opts.redisUrl,
+      ban: opts.ban ?? { after: 1000, seconds: 900 },
+      clock: Date.now,
+      logger: createLogger("gateway-test", "silent"),
+      metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
+      redis: { commandTimeoutMs: 1000 },
+      ...(opts.presence ? { presence: opts.presence } : {}),
+    });
+}
+
+/**
+ * A gateway limiting in the Redis at `redisUrl` through redisLimiter, with a fast heartbeat
+ * (100 ms), for tests about faults.
  */
 export async function startRedisGateway(opts: { petServiceAddr: string; keysDir: string; redisUrl: string }): Promise<{
   gateway: RunningGateway;
@@ -108,16 +131,7 @@ export async function startRedisGateway(opts: { petServiceAddr: string; keysDir:
   const gateway = await startGateway({
     petServiceAddr: opts.petServiceAddr,
     keysDir: opts.keysDir,
-    limiter: (metrics) =>
-      (limiter = createLimiter({
-        redisUrl: opts.redisUrl,
-        ban: { after: 1000, seconds: 900 },
-        clock: Date.now,
-        logger: createLogger("gateway-test", "silent"),
-        metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
-        redis: { commandTimeoutMs: 1000 },
-        presence: { intervalMs: 100 },
-      })),
+    limiter: (metrics) => (limiter = redisLimiter({ redisUrl: opts.redisUrl, presence: { intervalMs: 100 } })(metrics)),
   });
   return { gateway, limiter };
 }

@@ -75,10 +75,10 @@ export async function startPetService(
  * child when a relayed signal is not acknowledged within ~30 ms (a busy event loop).
  */
 export async function spawnPetService(
-  opts: { dbPath?: string; petsDb?: string; port?: number; env?: Record<string, string> } = {},
+  opts: { dbPath?: string; port?: number; env?: Record<string, string> } = {},
 ): Promise<SpawnedPetService> {
-  // PETS_DB: a PostgreSQL URL (the caller's database), or a SQLite file (the given one, or a fresh temporary one).
-  const db = opts.petsDb ? { dbPath: opts.petsDb, remove: async () => {} } : await testDbPath(opts.dbPath);
+  // PETS_DB: the given SQLite file or PostgreSQL URL (the caller's, never removed), or a fresh temporary SQLite file.
+  const db = await testDbPath(opts.dbPath);
   const launched = launch({ PET_SERVICE_PORT: String(opts.port ?? 0), PETS_DB: db.dbPath, ...opts.env });
   const { child, output, exited } = launched;
   const kill = async (signal: NodeJS.Signals = "SIGTERM") => {

@@ -6,7 +6,7 @@ import pg from "pg";
  * `.ci/run` makes sure it runs), or PG_TEST_URL. Each test file creates databases of its own,
  * named pets_test_<random>, and drops them at the end; it never touches another database.
  */
-export const PG_ADMIN_URL = process.env.PG_TEST_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const PG_ADMIN_URL = process.env.PG_TEST_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
 export interface TestDatabase {
   name: string;
@@ -28,10 +28,11 @@ async function admin<T>(use: (client: pg.Client) => Promise<T>, url = PG_ADMIN_U
   }
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+/** A fresh database on the server of `adminUrl` (an admin connection URL; PG_ADMIN_URL by default). */
+export async function createTestDatabase(adminUrl = PG_ADMIN_URL): Promise<TestDatabase> {
   const name = `pets_test_${randomBytes(6).toString("hex")}`;
-  await admin((c) => c.query(`CREATE DATABASE ${name}`));
-  const url = new URL(PG_ADMIN_URL);
+  await admin((c) => c.query(`CREATE DATABASE ${name}`), adminUrl);
+  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   let dropped: Promise<void> | undefined;
   return {
@@ -39,6 +40,6 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     url: url.toString(),
     query: async <T extends pg.QueryResultRow>(sql: string, values: unknown[] = []) =>
       admin(async (c) => (await c.query<T>(sql, values)).rows, url.toString()),
-    drop: () => (dropped ??= admin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)))),
+    drop: () => (dropped ??= admin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)), adminUrl)),
   };
 }

@@ -75,6 +75,19 @@ export function parseExposition(text: string): Sample[] {
     });
 }
 
+/**
+ * The value of the sample `name` with exactly the labels `labels` that the /metrics page at `url`
+ * shows now; undefined when it has no such sample.
+ */
+export async function metricValue(url: string, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+  const samples = parseExposition(await (await fetch(url)).text());
+  const wanted = Object.entries(labels);
+  const sample = samples.find(
+    (s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v),
+  );
+  return sample?.value;
+}
+
 /** Prometheus semantics: an absent label has the value "", regular expressions are anchored. */
 export function matches(sample: Sample, matcher: Matcher): boolean {
   const value = sample.labels[matcher.label] ?? "";

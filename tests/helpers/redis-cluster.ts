@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { startRedis, withRedisClient, type PrivateRedis } from "./redis-server.js";
+import { until } from "./until.js";
 
 const run = promisify(execFile);
 
@@ -61,8 +62,7 @@ export async function startRedisCluster(opts: { masters?: number; nodeTimeoutMs?
       return node;
     },
     async waitHealthy({ replicas = false, timeoutMs = 30_000 } = {}) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
+      await until("the private Redis Cluster is healthy", async () => {
         const views = await Promise.all(
           alive().map((n) =>
             withRedisClient(n.port, async (c) => {
@@ -81,10 +81,8 @@ export async function startRedisCluster(opts: { masters?: number; nodeTimeoutMs?
           ),
         );
         const agreed = views.every((v) => v.ok && v.slots === views[0]!.slots);
-        if (agreed && (!replicas || views.every((v) => v.synced && v.replicated))) return;
-        if (Date.now() > deadline) throw new Error("the private Redis Cluster did not become healthy");
-        await new Promise((r) => setTimeout(r, 100));
-      }
+        return agreed && (!replicas || views.every((v) => v.synced && v.replicated));
+      }, timeoutMs, 100);
     },
     async stop() {
       await Promise.all(nodes.map((n) => n.stop()));

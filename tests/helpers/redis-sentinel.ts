@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Redis } from "ioredis";
 import { startRedis, withRedisClient, type PrivateRedis } from "./redis-server.js";
+import { until } from "./until.js";
 
 /**
  * A private Sentinel setup: a primary, one replica and one Sentinel (quorum 1) watching them,
@@ -22,7 +23,7 @@ export interface PrivateSentinel {
   stop(): Promise<void>;
 }
 
-export const SENTINEL_PRIMARY_NAME = "mymaster";
+const SENTINEL_PRIMARY_NAME = "mymaster";
 
 export async function startRedisSentinel(): Promise<PrivateSentinel> {
   const dir = mkdtempSync(path.join(tmpdir(), "petstore-sentinel-"));
@@ -51,14 +52,16 @@ export async function startRedisSentinel(): Promise<PrivateSentinel> {
       return Number(port);
     },
     async waitReplicated(timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const replicas = (await ask((c) => c.call("SENTINEL", "REPLICAS", SENTINEL_PRIMARY_NAME)).catch(() => [])) as string[][];
-        const fields = replicas.map((r) => Object.fromEntries(r.flatMap((v, i) => (i % 2 ? [] : [[v, r[i + 1]]]))));
-        if (fields.some((f) => f.flags === "slave" && f["master-link-status"] === "ok")) return;
-        if (Date.now() > deadline) throw new Error("the Sentinel did not see the replica in sync");
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await until(
+        "the Sentinel sees the replica in sync",
+        async () => {
+          const replicas = (await ask((c) => c.call("SENTINEL", "REPLICAS", SENTINEL_PRIMARY_NAME)).catch(() => [])) as string[][];
+          const fields = replicas.map((r) => Object.fromEntries(r.flatMap((v, i) => (i % 2 ? [] : [[v, r[i + 1]]]))));
+          return fields.some((f) => f.flags === "slave" && f["master-link-status"] === "ok");
+        },
+        timeoutMs,
+        100,
+      );
     },
     async stop() {
       await Promise.all([sentinel.stop(), replica.stop(), primary.stop()]);

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
 import { freePort } from "./net.js";
+import { until } from "./until.js";
 
 /**
  * A private redis-server for one test file: a free port, nothing persisted (a replica's sync
@@ -67,11 +68,12 @@ async function killAndWait(child: ChildProcess, signal: NodeJS.Signals): Promise
 }
 
 async function waitForPing(port: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while ((await withRedisClient(port, (c) => c.ping()).catch(() => undefined)) !== "PONG") {
-    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until(
+    `redis-server on port ${port} answers PING`,
+    async () => (await withRedisClient(port, (c) => c.ping()).catch(() => undefined)) === "PONG",
+    10_000,
+    50,
+  );
 }
 
 /** Runs `fn` with a one-off connection to the redis-server on `port` (admin commands; no retries). */

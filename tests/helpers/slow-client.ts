@@ -40,9 +40,3 @@ export function slowClient(baseUrl: string, head: string, drip: string, everyMs:
   );
   return { connected, closed, destroy: () => socket.destroy() };
 }
-
-/** The nearest-rank percentile `p` (0..100) of `values`. */
-export function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}

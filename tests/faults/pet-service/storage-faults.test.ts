@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
 import { mountLoopExt4, mountRefusal, mountTmpfs, type Mounted } from "../../helpers/mounts.js";
 import { freePort } from "../../helpers/net.js";
+import { metricValue } from "../../helpers/promql.js";
 import { checkHealth, spawnPetService } from "../../helpers/pet-service.js";
 
 const refusal = await mountRefusal();
@@ -61,11 +62,8 @@ async function serviceOn(dir: string, keys: TestKeys) {
     nextName: (prefix: string) => `${prefix}-${++n}`,
     getPet: async (id: string) => (await fetch(`${gateway.url}/v1/pets/${id}`, { headers: auth })).status,
     ready: async () => (await fetch(`${gateway.url}/readyz`)).status,
-    faults: async (fault: string) => {
-      const text = await (await fetch(`http://127.0.0.1:${pets.metricsPort}/metrics`)).text();
-      const line = text.split("\n").find((l) => l.startsWith(`pet_service_storage_faults_total{fault="${fault}"}`));
-      return Number(line?.split(" ")[1] ?? 0);
-    },
+    faults: async (fault: string) =>
+      (await metricValue(`http://127.0.0.1:${pets.metricsPort}/metrics`, "pet_service_storage_faults_total", { fault })) ?? 0,
     /** kill -9 and start again on the same file and port: what was acknowledged must be there. */
     async crashAndRestart() {
       await pets.kill("SIGKILL");

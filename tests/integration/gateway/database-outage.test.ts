@@ -3,6 +3,7 @@ import { checkHealth, spawnPetService, type SpawnedPetService } from "../../help
 import { createTestDatabase, type TestDatabase } from "../../helpers/postgres.js";
 import { startTcpProxy, viaProxy, type TcpProxy } from "../../helpers/tcp-proxy.js";
 import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { until } from "../../helpers/until.js";
 
 // The pet service on PostgreSQL reaches its database through a relay the test cuts: for the
 // pet service, PostgreSQL is down (connections reset, new ones refused), while the machine's
@@ -19,7 +20,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   const url = new URL(db.url);
   proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
-  pets = await spawnPetService({ petsDb: viaProxy(db.url, proxy) });
+  pets = await spawnPetService({ dbPath: viaProxy(db.url, proxy) });
   keys = await createTestKeys();
   key = keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
   // A deadline far longer than a fast failure: a call that hung on the database would end in 504, not 503.
@@ -38,16 +39,6 @@ const call = (path: string, init: RequestInit = {}) =>
   fetch(`${gateway.url}${path}`, { ...init, headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", ...init.headers } });
 const create = (name: string) => call("/v1/pets", { method: "POST", body: JSON.stringify({ name, categoryId: 1 }) });
 
-async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 it("while PostgreSQL is unreachable: NOT_SERVING, fast 503s with Retry-After, /readyz names it; all back by itself", { timeout: 60_000 }, async () => {
   const before = await create("Before");
   expect(before.status).toBe(201);
@@ -58,7 +49,7 @@ it("while PostgreSQL is unreachable: NOT_SERVING, fast 503s with Retry-After, /r
 
   // Health follows the database (found by the next call or the next ping); liveness ("") does not:
   // an outage of the database must not get every replica restarted.
-  await until("PetService health", () => checkHealth(pets.address, "petstore.v1.PetService"), (s) => s === "NOT_SERVING");
+  await until("PetService health is NOT_SERVING", async () => (await checkHealth(pets.address, "petstore.v1.PetService")) === "NOT_SERVING", 15_000, 100);
   expect(await checkHealth(pets.address, "")).toBe("SERVING");
 
   for (const res of [await call("/v1/pets"), await create("During"), await call(`/v1/pets?status=sold&limit=5`)]) {
@@ -72,8 +63,8 @@ it("while PostgreSQL is unreachable: NOT_SERVING, fast 503s with Retry-After, /r
 
   await proxy.restore();
 
-  await until("PetService health", () => checkHealth(pets.address, "petstore.v1.PetService"), (s) => s === "SERVING");
-  await until("/readyz", async () => (await fetch(`${gateway.url}/readyz`)).status, (s) => s === 200);
+  await until("PetService health is SERVING", async () => (await checkHealth(pets.address, "petstore.v1.PetService")) === "SERVING", 15_000, 100);
+  await until("/readyz answers 200", async () => (await fetch(`${gateway.url}/readyz`)).status === 200, 15_000, 100);
   const list = await call("/v1/pets");
   expect(list.status).toBe(200);
   expect(((await list.json()) as { id: number; name: string }[]).map((p) => [p.id, p.name])).toEqual([[id, "Before"]]);

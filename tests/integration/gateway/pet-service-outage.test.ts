@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { freePort } from "../../helpers/net.js";
 import { spawnPetService, type SpawnedPetService } from "../../helpers/pet-service.js";
 import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { metricValue } from "../../helpers/promql.js";
 
 let dir: string;
 let keys: TestKeys;
@@ -29,14 +30,13 @@ afterAll(async () => {
 
 /** gateway_grpc_client_retries_total{method="ListPets"} as /metrics shows it now. */
 async function listRetries(): Promise<number> {
-  const text = await (await fetch(`${gateway.url}/metrics`)).text();
-  return Number(/^gateway_grpc_client_retries_total\{method="ListPets"\} (\S+)$/m.exec(text)?.[1] ?? 0);
+  return (await metricValue(`${gateway.url}/metrics`, "gateway_grpc_client_retries_total", { method: "ListPets" })) ?? 0;
 }
 
 /** gateway_pet_service_serving as /metrics shows it now (the alert PetServiceNotServing reads it). */
 async function servingGauge(): Promise<string | undefined> {
-  const text = await (await fetch(`${gateway.url}/metrics`)).text();
-  return /^gateway_pet_service_serving (\S+)$/m.exec(text)?.[1];
+  const value = await metricValue(`${gateway.url}/metrics`, "gateway_pet_service_serving");
+  return value === undefined ? undefined : String(value);
 }
 
 it("answers 503 service_unavailable while the pet service is down (gateway_pet_service_serving 0), and recovers without a restart", async () => {

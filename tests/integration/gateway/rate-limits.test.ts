@@ -2,20 +2,16 @@ import { execFile } from "node:child_process";
 import { cp, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../../lib/logger.js";
-import { createLimiter } from "../../../gateway/limiter/create-limiter.js";
-import type { GatewayMetrics } from "../../../gateway/metrics.js";
 import { createMemoryStore } from "../../../gateway/limiter/memory-store.js";
 import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
 import { startRedis, type PrivateRedis } from "../../helpers/redis-server.js";
-import { createTestKeys, fakeClock, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { createTestKeys, fakeClock, redisLimiter, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
 
 // Plans, quotas, bans and headers as a client sees them through the gateway, with real Redis.
 let pets: RunningPetService;
 let keys: TestKeys;
 let redis: PrivateRedis;
 const gateways: RunningGateway[] = [];
-const silent = createLogger("test", "silent");
 
 beforeAll(async () => {
   [pets, keys, redis] = await Promise.all([startPetService(), createTestKeys(), startRedis()]);
@@ -36,20 +32,6 @@ async function gateway(opts: Omit<Parameters<typeof startGateway>[0], "petServic
 
 const get = (g: RunningGateway, key: string | null, path = "/v1/pets?limit=1", headers: Record<string, string> = {}) =>
   fetch(`${g.url}${path}`, { headers: key === null ? headers : { ...headers, Authorization: `Bearer ${key}` } });
-
-const redisLimiter =
-  (ban = { after: 1000, seconds: 900 }) =>
-  (metrics: GatewayMetrics) =>
-    createLimiter({
-      redisUrl: redis.url,
-      ban,
-      clock: Date.now,
-      logger: silent,
-      metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
-      // Not the production 100 ms: a healthy Redis misses it on a loaded test machine, and a decision
-      // taken from memory would break the exact counts these tests assert.
-      redis: { commandTimeoutMs: 1000 },
-    });
 
 async function codeOf(res: Response): Promise<string> {
   return ((await res.json()) as { code: string }).code;
@@ -201,8 +183,8 @@ describe("shared Redis", () => {
     const ahead = fakeClock(Date.now() + 3_600_000);
     const behind = fakeClock(Date.now() - 3_600_000);
     const [a, b] = [
-      await gateway({ clock: ahead.clock, limiter: redisLimiter() }),
-      await gateway({ clock: behind.clock, limiter: redisLimiter() }),
+      await gateway({ clock: ahead.clock, limiter: redisLimiter({ redisUrl: redis.url }) }),
+      await gateway({ clock: behind.clock, limiter: redisLimiter({ redisUrl: redis.url }) }),
     ];
     const key = keys.issue({ plan: "enterprise", perMinute: 37, perDay: 1000 });
     const responses = await Promise.all(Array.from({ length: 100 }, (_, i) => get(i % 2 ? a : b, key)));
@@ -215,7 +197,7 @@ describe("shared Redis", () => {
   });
 
   it("bans on every replica", async () => {
-    const limiter = redisLimiter({ after: 2, seconds: 300 });
+    const limiter = redisLimiter({ redisUrl: redis.url, ban: { after: 2, seconds: 300 } });
     const [a, b] = [await gateway({ limiter }), await gateway({ limiter })];
     const key = keys.issue({ plan: "enterprise", perMinute: 1, perDay: 100 });
     expect((await get(a, key)).status).toBe(200);
@@ -228,7 +210,7 @@ describe("shared Redis", () => {
   });
 
   it("keeps serving with no 5xx and keeps limiting while Redis is down, then goes back to Redis", async () => {
-    const g = await gateway({ limiter: redisLimiter() });
+    const g = await gateway({ limiter: redisLimiter({ redisUrl: redis.url }) });
     const key = keys.issue({ plan: "enterprise", perMinute: 5, perDay: 1000 });
     expect((await get(g, key)).status).toBe(200);
 
@@ -300,7 +282,7 @@ describe("revocation", () => {
     const otherHostKeys = path.join(keys.dir, "..", path.basename(keys.dir) + "-copy");
     await cp(path.join(keys.dir, "public"), path.join(otherHostKeys, "public"), { recursive: true });
     try {
-      const g = await gateway({ keysDir: otherHostKeys, limiter: redisLimiter() });
+      const g = await gateway({ keysDir: otherHostKeys, limiter: redisLimiter({ redisUrl: redis.url }) });
       const key = keys.issue();
       expect((await get(g, key)).status).toBe(200);
       await revoke(key, { KEYS_DIR: keys.dir, REDIS_URL: redis.url });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { spawnPetService, type SpawnedPetService } from "../../helpers/pet-service.js";
 import { createTestDatabase, type TestDatabase } from "../../helpers/postgres.js";
 import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { metricValue } from "../../helpers/promql.js";
 
 // Two pet-service replicas on one PostgreSQL database behind one gateway (PET_SERVICE_ADDR an
 // ipv4: list, balanced round robin). Eight clients create pets, half with an Idempotency-Key and
@@ -22,7 +23,7 @@ let gateway: RunningGateway;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  replicas = await Promise.all([0, 1].map(() => spawnPetService({ petsDb: db.url })));
+  replicas = await Promise.all([0, 1].map(() => spawnPetService({ dbPath: db.url })));
   keys = await createTestKeys();
   // The deadline is generous: this test is about failures of replicas, not a loaded machine's latency.
   gateway = await startGateway({
@@ -93,8 +94,7 @@ it("kill -9 of one replica under 8 clients creating: 0 5xx, every 201 stored exa
   for (const o of outcomes) byStatus.set(o.status, (byStatus.get(o.status) ?? 0) + 1);
   // How many calls the gateway tried again on the other replica (informative: it depends on how
   // many were in flight on the killed one).
-  const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
-  const retries = [...metrics.matchAll(/^gateway_grpc_client_retries_total\{method="CreatePet"\} (\d+)$/gm)].map((m) => m[1]).join();
+  const retries = await metricValue(`${gateway.url}/metrics`, "gateway_grpc_client_retries_total", { method: "CreatePet" });
   const tally = `${[...byStatus].map(([s, n]) => `${s}×${n}`).join(" ")}, retried ${retries || 0}`;
   if (process.env.REPLICAS_TALLY) console.log(tally);
 

@@ -7,6 +7,7 @@ import type { NewPet, Pet, PetStatus, PetStore } from "../../../pet-service/stor
 import { testDbPath } from "../../helpers/pet-service.js";
 import { createTestDatabase, type TestDatabase } from "../../helpers/postgres.js";
 import { launchTsx, type Exit } from "../../helpers/process.js";
+import { walk } from "./store/conformance.js";
 
 // npm run pets-db -- copy: SQLite → PostgreSQL → SQLite with 10,000 pets, as an operator runs it.
 
@@ -25,15 +26,8 @@ let original: Pet[];
 let secret: Buffer;
 const liveKeys: { requestId: string; pet: NewPet; id: bigint }[] = [];
 
-async function everyPet(store: PetStore): Promise<Pet[]> {
-  const pets: Pet[] = [];
-  for (let afterId = 0n; ; ) {
-    const page = await store.list({ limit: 1000, afterId });
-    if (page.length === 0) return pets;
-    pets.push(...page);
-    afterId = page[page.length - 1]!.id;
-  }
-}
+/** Every pet of `store`, ascending, by keyset pages of 1000. */
+const everyPet = async (store: PetStore): Promise<Pet[]> => (await walk(store, 1000)).flat();
 
 const keyAt = (requestId: string, pet: NewPet, at: number) => ({ requestId, requestHash: requestHash(pet), now: at, expiredAt: at - IDEMPOTENCY_TTL_MS });
 

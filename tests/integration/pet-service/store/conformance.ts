@@ -37,7 +37,7 @@ const keyFor = (requestId: string, pet: NewPet, now: number): IdempotencyKey => 
 });
 
 /** Every page of `status` (or all pets) with pages of `limit`, by keyset: after the last id served. */
-async function walk(store: PetStore, limit: number, status?: PetStatus): Promise<Pet[][]> {
+export async function walk(store: PetStore, limit: number, status?: PetStatus): Promise<Pet[][]> {
   const pages: Pet[][] = [];
   let afterId: bigint | undefined;
   for (;;) {

@@ -22,7 +22,7 @@ async function newDatabase(): Promise<TestDatabase> {
 describe("PostgreSQL versioned migrations", () => {
   it("three replicas started together on an empty database end with one schema, and all serve", { timeout: 60_000 }, async () => {
     const db = await newDatabase();
-    const replicas = await Promise.all([0, 1, 2].map(() => spawnPetService({ petsDb: db.url })));
+    const replicas = await Promise.all([0, 1, 2].map(() => spawnPetService({ dbPath: db.url })));
     services.push(...replicas);
 
     for (const replica of replicas) expect(await checkHealth(replica.address, "petstore.v1.PetService")).toBe("SERVING");

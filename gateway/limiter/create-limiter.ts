@@ -78,8 +78,23 @@ export function createLimiter(opts: LimiterOptions): Limiter {
     liveReplicas: () => presence.liveReplicas(),
     ...(opts.probeIntervalMs ? { probeIntervalMs: opts.probeIntervalMs } : {}),
   });
-  // A heartbeat Redis answered ends an outage even when no request comes (an unready replica gets none).
-  const presence = startPresence({ redis, logger: opts.logger, ...opts.presence, onBeat: store.primaryAnswered });
+  // A heartbeat Redis answered ends an outage even when no request comes (an unready replica gets
+  // none). On Cluster it also pings the nodes in fallback: one that failed a request and then gets
+  // none (its keys idle) would otherwise stay there, and the metric and alert with it.
+  const onBeat =
+    redis instanceof Cluster
+      ? () => {
+          store.primaryAnswered();
+          for (const node of store.nodesInFallback()) {
+            const client = redis.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node);
+            client?.ping().then(
+              () => store.nodeAnswered(node),
+              () => {}, // still failing: the next beat asks again
+            );
+          }
+        }
+      : store.primaryAnswered;
+  const presence = startPresence({ redis, logger: opts.logger, ...opts.presence, onBeat });
   const closeStores = store.close;
   return Object.assign(store, {
     mode: "redis" as const,

@@ -64,6 +64,8 @@ export interface FallbackStore extends LimiterStore {
    * and a replica that /readyz took out of rotation got none: it stayed unready after Redis returned.
    */
   primaryAnswered(): void;
+  /** One Cluster node answered a command outside `hit` (a ping): its outage is over. */
+  nodeAnswered(node: string): void;
 }
 
 const ONE_NODE = "redis";
@@ -175,6 +177,7 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
       recovered(ALL);
       if (!sharded) recovered(ONE_NODE);
     },
+    nodeAnswered: (node) => recovered(node),
     async close() {
       await Promise.allSettled([primary.close(), fallback.close()]);
     },

@@ -107,6 +107,15 @@ describe("fallback store", () => {
     expect(lines.map((l) => l.msg)).toEqual(["redis unavailable, limiting from memory", "redis node replaced by a failover, limiting from redis"]);
   });
 
+  it("a failed node that answers outside a decision (the heartbeat's ping) is out of the outage, with no request for its subjects", async () => {
+    const { store, primary, lines } = setup();
+    primary.failing.add("node-a");
+    await store.hit("a:1", w(10));
+    store.nodeAnswered("node-a");
+    expect(store.outage()).toBe("none");
+    expect(lines.map((l) => l.msg)).toEqual(["redis unavailable, limiting from memory", "redis available again, limiting from redis"]);
+  });
+
   it("from memory admits floor(limit / replicas) and shows that share in the decision", async () => {
     const { store, primary } = setup({ replicas: 3 });
     primary.failing.add("node-a");

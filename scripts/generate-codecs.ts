@@ -206,8 +206,8 @@ export function generateCodecs(): string {
   ].join("\n");
 }
 
-/** proto/codec-runtime.ts's exports (a module namespace lists them sorted); the generated file imports those its code calls. */
-const RUNTIME = Object.keys(runtime);
+/** proto/codec-runtime.ts's exports, sorted (vitest's module objects keep declaration order); the generated file imports those its code calls. */
+const RUNTIME = Object.keys(runtime).sort();
 
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
   const code = generateCodecs();

@@ -80,7 +80,9 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   });
   // A heartbeat Redis answered ends an outage even when no request comes (an unready replica gets
   // none). On Cluster it also pings the nodes in fallback: one that failed a request and then gets
-  // none (its keys idle) would otherwise stay there, and the metric and alert with it.
+  // none (its keys idle) would otherwise stay there, and the metric and alert with it. A node that
+  // does not answer may be one a failover replaced, in a slot map no request has refreshed (ioredis
+  // refreshes it on errors and redirects only): refresh it, so the store sees the node is gone.
   const onBeat =
     redis instanceof Cluster
       ? () => {
@@ -89,7 +91,7 @@ export function createLimiter(opts: LimiterOptions): Limiter {
             const client = redis.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node);
             client?.ping().then(
               () => store.nodeAnswered(node),
-              () => {}, // still failing: the next beat asks again
+              () => redis.refreshSlotsCache(),
             );
           }
         }

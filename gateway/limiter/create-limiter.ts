@@ -81,15 +81,16 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   // A heartbeat Redis answered ends an outage even when no request comes (an unready replica gets
   // none). On Cluster it also pings the nodes in fallback: one that failed a request and then gets
   // none (its keys idle) would otherwise stay there, and the metric and alert with it. A node that
-  // does not answer may be one a failover replaced, in a slot map no request has refreshed (ioredis
-  // refreshes it on errors and redirects only): refresh it, so the store sees the node is gone.
+  // does not answer, or that the client no longer connects to, may be one a failover replaced, in
+  // a slot map no request has refreshed (ioredis refreshes it on errors and redirects only):
+  // refresh it, so the store sees the node is gone.
   const onBeat =
     redis instanceof Cluster
       ? () => {
           store.primaryAnswered();
           for (const node of store.nodesInFallback()) {
             const client = redis.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node);
-            client?.ping().then(
+            (client ? client.ping() : Promise.reject(new Error("no connection"))).then(
               () => store.nodeAnswered(node),
               () => redis.refreshSlotsCache(),
             );

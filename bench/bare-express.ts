@@ -5,7 +5,7 @@
  * X-Powered-By) and the same Content-Type, so the difference to scenario (a) is the gateway's
  * work: auth, quota, headers, logging, metrics, the gRPC hop and the pet service.
  *
- *   BARE_PORT=8090 BARE_BODY_FILE=/tmp/body.json node --import tsx bench/bare-express.ts
+ *   BARE_PORT=8090 BARE_BODY_FILE=/tmp/body.json node bench/bare-express.ts
  */
 import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";

@@ -2,13 +2,13 @@
  * `npm run bench:codecs`: CPU per (de)serialisation of the PetService messages on the hot path,
  * the generated codecs against proto-loader's, in alternating rounds in this process.
  *
- *   node --import tsx bench/codecs.ts [--rounds 7] [--ops 20000]
+ *   node bench/codecs.ts [--rounds 7] [--ops 20000]
  */
 import { parseArgs } from "node:util";
 import type * as protoLoader from "@grpc/proto-loader";
-import { withGeneratedCodecs } from "../proto/generated-codecs.js";
-import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.js";
-import { cpuSince, fmt, median, today } from "./stats.js";
+import { withGeneratedCodecs } from "../proto/generated-codecs.ts";
+import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.ts";
+import { cpuSince, fmt, median, today } from "./stats.ts";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "7" }, ops: { type: "string", default: "20000" } } });
 const ROUNDS = Number(values.rounds);

@@ -8,16 +8,16 @@
  *                            (de)serializers (no protobuf work at all), then the bytes in
  *                            FLOOR_BODY_FILE: the cost of Express + grpc-js alone.
  *
- *   FLOOR_MODE=naive FLOOR_PORT=8091 PET_SERVICE_ADDR=127.0.0.1:50051 node --import tsx bench/express-grpc-floor.ts
+ *   FLOOR_MODE=naive FLOOR_PORT=8091 PET_SERVICE_ADDR=127.0.0.1:50051 node bench/express-grpc-floor.ts
  */
 import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import express from "express";
-import { petsJson } from "../gateway/pet-mapping.js";
-import { loadPetStorePackage } from "../proto/load.js";
-import type { ListPetsResponse } from "../proto/types.js";
-import { encodeRequest, methodPath } from "./grpc-frame.js";
+import { petsJson } from "../gateway/pet-mapping.ts";
+import { loadPetStorePackage } from "../proto/load.ts";
+import type { ListPetsResponse } from "../proto/types.ts";
+import { encodeRequest, methodPath } from "./grpc-frame.ts";
 
 const mode = process.env.FLOOR_MODE;
 const address = process.env.PET_SERVICE_ADDR ?? "127.0.0.1:50051";

@@ -3,11 +3,11 @@
  * (FIXED_RESPONSE_FILE: a real ListPets reply) and pass-through (de)serializers, so a call costs
  * grpc-js and HTTP/2 only: no protobuf, storage, logs or metrics.
  *
- *   FIXED_PORT=50052 FIXED_RESPONSE_FILE=/tmp/reply.bin node --import tsx bench/grpc-fixed-server.ts
+ *   FIXED_PORT=50052 FIXED_RESPONSE_FILE=/tmp/reply.bin node bench/grpc-fixed-server.ts
  */
 import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
-import { methodPath } from "./grpc-frame.js";
+import { methodPath } from "./grpc-frame.ts";
 
 const reply = readFileSync(process.env.FIXED_RESPONSE_FILE ?? "");
 const same = (bytes: Buffer) => bytes;

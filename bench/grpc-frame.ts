@@ -1,5 +1,5 @@
 import type * as grpc from "@grpc/grpc-js";
-import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.js";
+import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.ts";
 
 /** PetService requests encoded once, for load tools that send fixed bytes (h2load, the pass-through floor). */
 

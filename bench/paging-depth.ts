@@ -6,20 +6,20 @@
  * same for both pages), and the store's own query time. For contrast, the OFFSET query that
  * keyset paging avoids, on the same file.
  *
- *   node --import tsx bench/paging-depth.ts [--pets 100000] [--rounds 7] [--calls 500]
+ *   node bench/paging-depth.ts [--pets 100000] [--rounds 7] [--calls 500]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import * as grpc from "@grpc/grpc-js";
-import { createLogger } from "../lib/logger.js";
-import { loadPetStorePackage } from "../proto/load.js";
-import type { ListPetsRequest, ListPetsResponse } from "../proto/types.js";
-import { createServer } from "../pet-service/server.js";
-import { all, closeDatabase, exec, openDatabase } from "../pet-service/store/sqlite-calls.js";
-import { SqlitePetStore } from "../pet-service/store/sqlite-pet-store.js";
-import { cpuSince, fmt, median, timePerCall, today } from "./stats.js";
+import { createLogger } from "../lib/logger.ts";
+import { loadPetStorePackage } from "../proto/load.ts";
+import type { ListPetsRequest, ListPetsResponse } from "../proto/types.ts";
+import { createServer } from "../pet-service/server.ts";
+import { all, closeDatabase, exec, openDatabase } from "../pet-service/store/sqlite-calls.ts";
+import { SqlitePetStore } from "../pet-service/store/sqlite-pet-store.ts";
+import { cpuSince, fmt, median, timePerCall, today } from "./stats.ts";
 
 const { values } = parseArgs({
   options: { pets: { type: "string", default: "100000" }, rounds: { type: "string", default: "7" }, calls: { type: "string", default: "500" } },

@@ -8,7 +8,7 @@
  *   - to a file through pino's default asynchronous destination (a write per line while none
  *     is in flight), for contrast.
  *
- *   node --import tsx bench/pet-handler.ts [--rounds 10] [--calls 1500]
+ *   node bench/pet-handler.ts [--rounds 10] [--calls 1500]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -16,10 +16,10 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
-import { BATCHED_DESTINATION } from "../lib/logger.js";
-import { petServiceHandlers } from "../pet-service/handlers.js";
-import { SqlitePetStore } from "../pet-service/store/sqlite-pet-store.js";
-import { cpuSince, fmt, median, today } from "./stats.js";
+import { BATCHED_DESTINATION } from "../lib/logger.ts";
+import { petServiceHandlers } from "../pet-service/handlers.ts";
+import { SqlitePetStore } from "../pet-service/store/sqlite-pet-store.ts";
+import { cpuSince, fmt, median, today } from "./stats.ts";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "10" }, calls: { type: "string", default: "1500" } } });
 const ROUNDS = Number(values.rounds);

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { childrenCpuMicros } from "./cpu.js";
+import { childrenCpuMicros } from "./cpu.ts";
 
 /** Processes the benchmarks start: Node services (logs to a file) and load tools (output captured). */
 
@@ -31,11 +31,11 @@ export function baseEnv(): Record<string, string> {
 }
 
 /**
- * `node [nodeArgs] --import tsx script` in `root` (this checkout unless another is given) with
+ * `node [nodeArgs] script` in `root` (this checkout unless another is given) with
  * NODE_ENV=production, stdout and stderr to dir/name.log.
  */
 export function spawnNode(name: string, script: string, env: Record<string, string>, dir: string, nodeArgs: string[] = [], root = ROOT): Proc {
-  return spawnProcess(name, process.execPath, [...nodeArgs, "--import", "tsx", script], { NODE_ENV: "production", ...env }, dir, root);
+  return spawnProcess(name, process.execPath, [...nodeArgs, script], { NODE_ENV: "production", ...env }, dir, root);
 }
 
 /** Any program as a service under test: our environment's basics plus `env`, output to dir/name.log. */

@@ -2,7 +2,7 @@
  * Where the time goes in a V8 CPU profile (`node --cpu-prof`, or `npm run bench -- --profile DIR`):
  * self time by function and by package, as percentages of the busy (not idle) samples.
  *
- *   node --import tsx bench/profile-top.ts FILE.cpuprofile [--top 25]
+ *   node bench/profile-top.ts FILE.cpuprofile [--top 25]
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";

@@ -1,9 +1,9 @@
 import { Redis } from "ioredis";
-import { createRedisStore } from "../gateway/limiter/redis-store.js";
-import { windowsFor } from "../gateway/limiter/plans.js";
-import { PRESENCE_KEY, redisKey, subjectForKey } from "../lib/redis-keys.js";
-import type { HttpTarget } from "./load.js";
-import { median } from "./stats.js";
+import { createRedisStore } from "../gateway/limiter/redis-store.ts";
+import { windowsFor } from "../gateway/limiter/plans.ts";
+import { PRESENCE_KEY, redisKey, subjectForKey } from "../lib/redis-keys.ts";
+import type { HttpTarget } from "./load.ts";
+import { median } from "./stats.ts";
 
 /** Redis figures of the benchmark: commands per request (INFO commandstats, MONITOR) and limiter memory per key. */
 

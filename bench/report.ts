@@ -1,9 +1,9 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Run } from "./load.js";
-import { ROOT } from "./processes.js";
-import { fmt, median, ms } from "./stats.js";
+import type { Run } from "./load.ts";
+import { ROOT } from "./processes.ts";
+import { fmt, median, ms } from "./stats.ts";
 
 /** The benchmark's markdown: one table row per scenario (medians over rounds), and README's Benchmarks section. */
 

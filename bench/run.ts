@@ -31,15 +31,15 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
-import { ensureKeyPair, issueKey } from "../keys/index.js";
-import { startRedis, type PrivateRedis } from "../tests/helpers/redis-server.js";
-import { openLoop, type Run } from "./load.js";
-import { log, stopAll } from "./processes.js";
-import { commandDelta, commandStats, commandsPerRequest, limiterMemory, summarizeCounts, type CommandCounts } from "./redis-stats.js";
-import { machine, summarize, writeReadmeSection, type Summary } from "./report.js";
-import { benchReport } from "./targets.js";
-import { buildScenarios, type Scenario } from "./scenarios.js";
-import { fmt, ms, today } from "./stats.js";
+import { ensureKeyPair, issueKey } from "../keys/index.ts";
+import { startRedis, type PrivateRedis } from "../tests/helpers/redis-server.ts";
+import { openLoop, type Run } from "./load.ts";
+import { log, stopAll } from "./processes.ts";
+import { commandDelta, commandStats, commandsPerRequest, limiterMemory, summarizeCounts, type CommandCounts } from "./redis-stats.ts";
+import { machine, summarize, writeReadmeSection, type Summary } from "./report.ts";
+import { benchReport } from "./targets.ts";
+import { buildScenarios, type Scenario } from "./scenarios.ts";
+import { fmt, ms, today } from "./stats.ts";
 
 const { values: flags } = parseArgs({
   options: {

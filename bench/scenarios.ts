@@ -1,10 +1,10 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { createTestDatabase } from "../tests/helpers/postgres.js";
-import type { PrivateRedis } from "../tests/helpers/redis-server.js";
-import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.js";
-import { h2load, wrk, type HttpTarget, type Run } from "./load.js";
-import { log } from "./processes.js";
+import { createTestDatabase } from "../tests/helpers/postgres.ts";
+import type { PrivateRedis } from "../tests/helpers/redis-server.ts";
+import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.ts";
+import { h2load, wrk, type HttpTarget, type Run } from "./load.ts";
+import { log } from "./processes.ts";
 import {
   rawCall,
   seedPets,
@@ -14,7 +14,7 @@ import {
   startGoGateway,
   startPetService,
   type Service,
-} from "./stack.js";
+} from "./stack.ts";
 
 /**
  * The scenarios of `npm run bench`, each a load tool pointed at one front, with the processes

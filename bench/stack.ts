@@ -3,10 +3,10 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import { checkHealth } from "../tests/helpers/pet-service.js";
-import { freePort } from "../tests/helpers/net.js";
-import { methodPath, type PetMethod } from "./grpc-frame.js";
-import { ROOT, spawnNode, spawnProcess, waitFor, type Proc } from "./processes.js";
+import { checkHealth } from "../tests/helpers/pet-service.ts";
+import { freePort } from "../tests/helpers/net.ts";
+import { methodPath, type PetMethod } from "./grpc-frame.ts";
+import { ROOT, spawnNode, spawnProcess, waitFor, type Proc } from "./processes.ts";
 
 /** The processes under test: pet services, gateways and the Express fronts of the floors. */
 

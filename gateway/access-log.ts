@@ -1,7 +1,7 @@
 import type { RequestHandler } from "express";
-import type { Logger } from "../lib/logger.js";
-import type { GatewayMetrics } from "./metrics.js";
-import { getOrCreate } from "../lib/get-or-create.js";
+import type { Logger } from "../lib/logger.ts";
+import type { GatewayMetrics } from "./metrics.ts";
+import { getOrCreate } from "../lib/get-or-create.ts";
 
 interface Series {
   count: { inc(): void };

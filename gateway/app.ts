@@ -1,21 +1,21 @@
 import { readFileSync } from "node:fs";
 import express, { type Request, type Response } from "express";
-import type { Logger } from "../lib/logger.js";
-import type { ApiKey } from "../lib/api-key-format.js";
-import type { KeyVerifier } from "./auth/jwt-verifier.js";
-import { deprecationHeaders, type Deprecation } from "./deprecation.js";
-import { docsRouter } from "./docs.js";
-import { ApiError } from "./errors.js";
-import { errorHandler, sendError } from "./error-handler.js";
-import { guard } from "./guard.js";
-import type { Clock, LimiterStore, WindowLimit } from "./limiter/limiter.js";
-import type { PetClient } from "./pet-client.js";
-import { observeRequests } from "./access-log.js";
-import type { GatewayMetrics } from "./metrics.js";
-import { opsRouter } from "./ops-routes.js";
-import { requestContext } from "./request-context.js";
-import { ROUTES, type Route } from "./routes.js";
-import { servedBy, upstreamProxy, type Upstream } from "./upstreams.js";
+import type { Logger } from "../lib/logger.ts";
+import type { ApiKey } from "../lib/api-key-format.ts";
+import type { KeyVerifier } from "./auth/jwt-verifier.ts";
+import { deprecationHeaders, type Deprecation } from "./deprecation.ts";
+import { docsRouter } from "./docs.ts";
+import { ApiError } from "./errors.ts";
+import { errorHandler, sendError } from "./error-handler.ts";
+import { guard } from "./guard.ts";
+import type { Clock, LimiterStore, WindowLimit } from "./limiter/limiter.ts";
+import type { PetClient } from "./pet-client.ts";
+import { observeRequests } from "./access-log.ts";
+import type { GatewayMetrics } from "./metrics.ts";
+import { opsRouter } from "./ops-routes.ts";
+import { requestContext } from "./request-context.ts";
+import { ROUTES, type Route } from "./routes.ts";
+import { servedBy, upstreamProxy, type Upstream } from "./upstreams.ts";
 
 const OPENAPI_JSON = readFileSync(new URL("./openapi.json", import.meta.url), "utf8");
 

@@ -1,9 +1,9 @@
 import express from "express";
 import { z } from "zod";
-import { decimalText, integer, parseEnv, port } from "../lib/config.js";
-import { redisUrl } from "../lib/redis-client.js";
-import { GRPC_TARGET_FORMS, isGrpcTarget } from "./grpc-target.js";
-import type { Upstream } from "./upstreams.js";
+import { decimalText, integer, parseEnv, port } from "../lib/config.ts";
+import { redisUrl } from "../lib/redis-client.ts";
+import { GRPC_TARGET_FORMS, isGrpcTarget } from "./grpc-target.ts";
+import type { Upstream } from "./upstreams.ts";
 
 const positiveInt = (fallback: number, what: string) => integer(fallback, what, 1);
 

@@ -4,7 +4,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
 import express, { type Request, type Response } from "express";
-import { getOrCreate } from "../lib/get-or-create.js";
+import { getOrCreate } from "../lib/get-or-create.ts";
 
 /**
  * GET /docs: the API reference, rendered in the browser by Swagger UI from the description the

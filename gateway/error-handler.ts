@@ -1,13 +1,13 @@
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { ErrorRequestHandler, Response } from "express";
-import type { Logger } from "../lib/logger.js";
-import { errorInfoOf, fieldViolationsOf, PETSTORE_ERROR_DOMAIN, retryDelayOf } from "../lib/grpc-status-details.js";
-import { ApiError, invalidRequest, type ErrorCode } from "./errors.js";
-import { GRPC_FALLBACK, GRPC_TO_HTTP } from "./grpc-status.js";
-import { isGrpcError } from "./pet-client.js";
-import { SECURITY_HEADERS } from "./request-context.js";
-import { renameFields, toHttpViolation } from "./pet-mapping.js";
+import type { Logger } from "../lib/logger.ts";
+import { errorInfoOf, fieldViolationsOf, PETSTORE_ERROR_DOMAIN, retryDelayOf } from "../lib/grpc-status-details.ts";
+import { ApiError, invalidRequest, type ErrorCode } from "./errors.ts";
+import { GRPC_FALLBACK, GRPC_TO_HTTP } from "./grpc-status.ts";
+import { isGrpcError } from "./pet-client.ts";
+import { SECURITY_HEADERS } from "./request-context.ts";
+import { renameFields, toHttpViolation } from "./pet-mapping.ts";
 
 /**
  * Writes an Error body. Every error response of the gateway goes through here. A 503 always says

@@ -49,12 +49,13 @@ export class ApiError extends Error {
   /** Retry-After (seconds) of a 503; sendError writes 1 when a 503 carries none. */
   retryAfterSeconds?: number;
 
-  constructor(
-    readonly code: ErrorCode,
-    message: string = ERRORS[code].message,
-    readonly details?: FieldViolation[],
-  ) {
+  readonly code: ErrorCode;
+  readonly details: FieldViolation[] | undefined;
+
+  constructor(code: ErrorCode, message: string = ERRORS[code].message, details?: FieldViolation[]) {
     super(message);
+    this.code = code;
+    this.details = details;
     this.name = "ApiError";
     this.status = ERRORS[code].status;
   }

@@ -1,18 +1,18 @@
 import http from "node:http";
 import type express from "express";
-import type { Logger } from "../lib/logger.js";
-import { createApp, type AppDeps } from "./app.js";
-import { clientErrorHandler } from "./error-handler.js";
-import { createKeyVerifier } from "./auth/jwt-verifier.js";
-import { watchRevocations } from "./auth/revocation-list.js";
-import { upstreamsOf, type GatewayConfig } from "./config.js";
-import { createLimiter } from "./limiter/create-limiter.js";
-import type { Outage } from "./limiter/fallback-store.js";
-import type { Clock, LimiterStore } from "./limiter/limiter.js";
-import { ANONYMOUS_WINDOWS } from "./limiter/plans.js";
-import { createGatewayMetrics, type GatewayMetrics } from "./metrics.js";
-import { createPetClient, PET_SERVICE_CHANNEL_OPTIONS } from "./pet-client.js";
-import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./readiness.js";
+import type { Logger } from "../lib/logger.ts";
+import { createApp, type AppDeps } from "./app.ts";
+import { clientErrorHandler } from "./error-handler.ts";
+import { createKeyVerifier } from "./auth/jwt-verifier.ts";
+import { watchRevocations } from "./auth/revocation-list.ts";
+import { upstreamsOf, type GatewayConfig } from "./config.ts";
+import { createLimiter } from "./limiter/create-limiter.ts";
+import type { Outage } from "./limiter/fallback-store.ts";
+import type { Clock, LimiterStore } from "./limiter/limiter.ts";
+import { ANONYMOUS_WINDOWS } from "./limiter/plans.ts";
+import { createGatewayMetrics, type GatewayMetrics } from "./metrics.ts";
+import { createPetClient, PET_SERVICE_CHANNEL_OPTIONS } from "./pet-client.ts";
+import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./readiness.ts";
 
 export interface GatewayOptions {
   clock: Clock;

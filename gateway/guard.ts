@@ -1,14 +1,14 @@
 import type { RequestHandler } from "express";
-import { subjectForAddress, subjectForKey } from "../lib/redis-keys.js";
-import { AuthError, type ApiKey } from "../lib/api-key-format.js";
-import type { KeyVerifier } from "./auth/jwt-verifier.js";
-import { parseBearer } from "./auth/bearer.js";
-import { ApiError } from "./errors.js";
-import { rateLimitHeaders } from "./limiter/headers.js";
-import type { LimiterStore, WindowLimit } from "./limiter/limiter.js";
-import { windowsFor } from "./limiter/plans.js";
-import type { GatewayMetrics } from "./metrics.js";
-import { getOrCreate } from "../lib/get-or-create.js";
+import { subjectForAddress, subjectForKey } from "../lib/redis-keys.ts";
+import { AuthError, type ApiKey } from "../lib/api-key-format.ts";
+import type { KeyVerifier } from "./auth/jwt-verifier.ts";
+import { parseBearer } from "./auth/bearer.ts";
+import { ApiError } from "./errors.ts";
+import { rateLimitHeaders } from "./limiter/headers.ts";
+import type { LimiterStore, WindowLimit } from "./limiter/limiter.ts";
+import { windowsFor } from "./limiter/plans.ts";
+import type { GatewayMetrics } from "./metrics.ts";
+import { getOrCreate } from "../lib/get-or-create.ts";
 
 /** Redis unreachable and this replica may admit nothing of the limit (see fallback-store.ts). */
 const LIMITER_UNAVAILABLE = new ApiError(

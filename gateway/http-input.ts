@@ -1,9 +1,9 @@
 import type { Request } from "express";
-import type { GetPetRequest, ListPetsRequest } from "../proto/types.js";
-import { ApiError, invalidRequest, type FieldViolation } from "./errors.js";
-import { toInt64 } from "./int64.js";
-import { parseJsonBody } from "./json-body.js";
-import { STATUS_TO_PROTO, STATUS_VALUES, unknownNameViolations } from "./pet-mapping.js";
+import type { GetPetRequest, ListPetsRequest } from "../proto/types.ts";
+import { ApiError, invalidRequest, type FieldViolation } from "./errors.ts";
+import { toInt64 } from "./int64.ts";
+import { parseJsonBody } from "./json-body.ts";
+import { STATUS_TO_PROTO, STATUS_VALUES, unknownNameViolations } from "./pet-mapping.ts";
 
 /** A query parameter given at most once; repeats are ambiguous, so they are refused. */
 function single(query: Request["query"], name: string, violations: FieldViolation[]): string | undefined {

@@ -1,10 +1,10 @@
 import type { ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { runMain } from "../lib/config.js";
-import { createLogger } from "../lib/logger.js";
-import { loadGatewayConfig } from "./config.js";
-import { createGateway, createHttpServer } from "./gateway.js";
-import { createGatewayMetrics } from "./metrics.js";
+import { runMain } from "../lib/config.ts";
+import { createLogger } from "../lib/logger.ts";
+import { loadGatewayConfig } from "./config.ts";
+import { createGateway, createHttpServer } from "./gateway.ts";
+import { createGatewayMetrics } from "./metrics.ts";
 
 await runMain(async () => {
   const config = loadGatewayConfig();
@@ -14,7 +14,7 @@ await runMain(async () => {
 
   const server = createHttpServer(app, logger, config).listen(config.GATEWAY_PORT, config.GATEWAY_HOST, () => {
     const { port } = server.address() as AddressInfo;
-    logger.info({ port, host: config.GATEWAY_HOST, petService: config.PET_SERVICE_ADDR, redis: Boolean(config.REDIS_URL) }, "gateway listening");
+    logger.info({ port, host: config.GATEWAY_HOST, petService: config.PET_SERVICE_ADDR, redis: Boolean(config.REDIS_URL), node: process.version }, "gateway listening");
   });
   server.on("error", (err) => {
     logger.fatal({ err }, "gateway could not listen");

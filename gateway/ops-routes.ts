@@ -1,6 +1,6 @@
 import express from "express";
-import { ApiError } from "./errors.js";
-import type { GatewayMetrics } from "./metrics.js";
+import { ApiError } from "./errors.ts";
+import type { GatewayMetrics } from "./metrics.ts";
 
 export interface OpsDeps {
   metrics: GatewayMetrics;

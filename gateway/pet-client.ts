@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import type { Counter, Histogram } from "prom-client";
-import { withGeneratedCodecs } from "../proto/generated-codecs.js";
-import { loadPetServiceDefinition, loadPetStorePackage } from "../proto/load.js";
+import { withGeneratedCodecs } from "../proto/generated-codecs.ts";
+import { loadPetServiceDefinition, loadPetStorePackage } from "../proto/load.ts";
 import type {
   CreatePetRequest,
   CreatePetResponse,
@@ -9,8 +9,8 @@ import type {
   GetPetResponse,
   ListPetsRequest,
   ListPetsResponse,
-} from "../proto/types.js";
-import { getOrCreate } from "../lib/get-or-create.js";
+} from "../proto/types.ts";
+import { getOrCreate } from "../lib/get-or-create.ts";
 
 /** The gateway's view of PetService: promise-based, one deadline per call, request id passed on. */
 export interface PetClient {

@@ -1,7 +1,7 @@
-import type { CreatePetRequest, Pet, PetStatusName } from "../proto/types.js";
-import { invalidRequest, type FieldViolation } from "./errors.js";
-import { toInt64 } from "./int64.js";
-import { isJsonObject, isLosslessNumber } from "./json-body.js";
+import type { CreatePetRequest, Pet, PetStatusName } from "../proto/types.ts";
+import { invalidRequest, type FieldViolation } from "./errors.ts";
+import { toInt64 } from "./int64.ts";
+import { isJsonObject, isLosslessNumber } from "./json-body.ts";
 
 /**
  * JSON ↔ proto mapping of the public API. Only HTTP-level checks live here (JSON types, int64

@@ -1,8 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
-import { errorInfoOf, PETSTORE_ERROR_DOMAIN, STORAGE_UNAVAILABLE } from "../lib/grpc-status-details.js";
-import { PET_SERVICE_NAME } from "../proto/load.js";
-import { isGrpcError, type PetClient } from "./pet-client.js";
+import { errorInfoOf, PETSTORE_ERROR_DOMAIN, STORAGE_UNAVAILABLE } from "../lib/grpc-status-details.ts";
+import { PET_SERVICE_NAME } from "../proto/load.ts";
+import { isGrpcError, type PetClient } from "./pet-client.ts";
 
 /** A readiness probe part: resolves to the reason it is not ready, or undefined when it is. */
 export type ReadinessCheck = () => Promise<string | undefined>;

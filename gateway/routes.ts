@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { Request } from "express";
-import type { PetClient } from "./pet-client.js";
-import { ApiError } from "./errors.js";
-import { GET_PET_DEPRECATION, type Deprecation } from "./deprecation.js";
-import { getPetRequest, idempotencyKey, jsonBody, listPetsRequest } from "./http-input.js";
-import { petJson, petsJson, toCreatePetRequest } from "./pet-mapping.js";
-import type { Clock } from "./limiter/limiter.js";
+import type { PetClient } from "./pet-client.ts";
+import { ApiError } from "./errors.ts";
+import { GET_PET_DEPRECATION, type Deprecation } from "./deprecation.ts";
+import { getPetRequest, idempotencyKey, jsonBody, listPetsRequest } from "./http-input.ts";
+import { petJson, petsJson, toCreatePetRequest } from "./pet-mapping.ts";
+import type { Clock } from "./limiter/limiter.ts";
 
 export interface RouteContext {
   pets: PetClient;

@@ -2,10 +2,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { pipeline } from "node:stream";
 import type { RequestHandler, Response } from "express";
 import { createProxyMiddleware, proxyEventsPlugin } from "http-proxy-middleware";
-import type { Logger } from "../lib/logger.js";
-import type { ApiKey } from "../lib/api-key-format.js";
-import { ApiError, type ErrorCode } from "./errors.js";
-import { sendError } from "./error-handler.js";
+import type { Logger } from "../lib/logger.ts";
+import type { ApiKey } from "../lib/api-key-format.ts";
+import { ApiError, type ErrorCode } from "./errors.ts";
+import { sendError } from "./error-handler.ts";
 
 /**
  * The store area and categories are not pet-service features: operators point them at HTTP

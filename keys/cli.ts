@@ -5,16 +5,16 @@
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import jwt from "jsonwebtoken";
-import { PLAN_NAMES, type PlanName } from "../lib/api-key-format.js";
-import { ConfigError } from "../lib/config.js";
-import { loadKeysConfig, type KeysConfig } from "./config.js";
-import { parseDuration } from "./duration.js";
-import { KeysError, UsageError } from "./errors.js";
-import { issueKey } from "./issue.js";
-import { ensureKeyPair, listKeyPairs, retireKeyPair, rotateKeyPair } from "./key-pairs.js";
-import { formatKeyTable, formatTable, listKeys } from "./list.js";
-import { readIssued, readRevoked } from "./registry.js";
-import { revokeKey } from "./revoke.js";
+import { PLAN_NAMES, type PlanName } from "../lib/api-key-format.ts";
+import { ConfigError } from "../lib/config.ts";
+import { loadKeysConfig, type KeysConfig } from "./config.ts";
+import { parseDuration } from "./duration.ts";
+import { KeysError, UsageError } from "./errors.ts";
+import { issueKey } from "./issue.ts";
+import { ensureKeyPair, listKeyPairs, retireKeyPair, rotateKeyPair } from "./key-pairs.ts";
+import { formatKeyTable, formatTable, listKeys } from "./list.ts";
+import { readIssued, readRevoked } from "./registry.ts";
+import { revokeKey } from "./revoke.ts";
 
 const USAGE = `usage: npm run -s keys -- <command>
 
@@ -37,8 +37,11 @@ const note = (text: string) => process.stderr.write(`${text}\n`);
 /** Parses one command's arguments; anything unexpected is a UsageError. */
 function parse(args: string[], options: ParseArgsOptionsConfig, positionals: string[]) {
   let parsed;
+  // No option of this CLI is a single-dash one, so "-W3x…" is an argument: a kid (a JWK
+  // thumbprint in base64url) may start with "-".
+  const dashed = args.filter((a) => /^-[^-]/.test(a));
   try {
-    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: [...args.filter((a) => !dashed.includes(a)), "--", ...dashed], options, allowPositionals: true, strict: true });
   } catch (err) {
     throw new UsageError((err as Error).message.split(". To specify")[0]!);
   }

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { redisUrl } from "../lib/redis-client.js";
-import { parseEnv } from "../lib/config.js";
+import { redisUrl } from "../lib/redis-client.ts";
+import { parseEnv } from "../lib/config.ts";
 
 export const keysEnvSchema = z.object({
   /** Signing pairs, public keys, the issued-keys registry and the revocation list. */

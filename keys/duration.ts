@@ -1,4 +1,4 @@
-import { UsageError } from "./errors.js";
+import { UsageError } from "./errors.ts";
 
 const UNIT_SECONDS = { s: 1, m: 60, h: 3_600, d: 86_400 } as const;
 /** Keys live at most ~100 years; anything longer is a typo. */

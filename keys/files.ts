@@ -1,6 +1,6 @@
 import { closeSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { KeysError } from "./errors.js";
+import { KeysError } from "./errors.ts";
 
 /**
  * Writes a file so readers (gateways polling KEYS_DIR) see the old or the new content, never

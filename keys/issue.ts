@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import jwt from "jsonwebtoken";
-import { KEY_ALGORITHM, KEY_AUDIENCE, KEY_ISSUER, type KeyClaims, type PlanName } from "../lib/api-key-format.js";
-import { UsageError } from "./errors.js";
-import { loadSigningKey } from "./key-pairs.js";
-import { appendIssued } from "./registry.js";
+import { KEY_ALGORITHM, KEY_AUDIENCE, KEY_ISSUER, type KeyClaims, type PlanName } from "../lib/api-key-format.ts";
+import { UsageError } from "./errors.ts";
+import { loadSigningKey } from "./key-pairs.ts";
+import { appendIssued } from "./registry.ts";
 
 export interface IssueOptions {
   plan: PlanName;

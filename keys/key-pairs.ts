@@ -1,8 +1,8 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { activeKidPath, KEY_ID_PATTERN, privateKeyDir, privateKeyPath, publicKeyDir, publicKeyPath } from "../lib/api-key-format.js";
-import { KeysError } from "./errors.js";
-import { withLock, writeFileAtomic } from "./files.js";
+import { activeKidPath, KEY_ID_PATTERN, privateKeyDir, privateKeyPath, publicKeyDir, publicKeyPath } from "../lib/api-key-format.ts";
+import { KeysError } from "./errors.ts";
+import { withLock, writeFileAtomic } from "./files.ts";
 
 /**
  * Signing key pairs in KEYS_DIR (layout in lib/api-key-format.ts): public/<kid>.pem,

@@ -1,5 +1,5 @@
-import type { PlanName } from "../lib/api-key-format.js";
-import { readIssued, readRevoked } from "./registry.js";
+import type { PlanName } from "../lib/api-key-format.ts";
+import { readIssued, readRevoked } from "./registry.ts";
 
 /** One issued key as `list` shows it. Never the token: it is not stored anywhere. */
 export interface KeyListing {

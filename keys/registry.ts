@@ -1,8 +1,8 @@
 import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
 import { z } from "zod";
-import { issuedFilePath, PLAN_NAMES, readRevokedFile, revokedFilePath, type RevokedFile } from "../lib/api-key-format.js";
-import { KeysError } from "./errors.js";
-import { withLock, writeFileAtomic } from "./files.js";
+import { issuedFilePath, PLAN_NAMES, readRevokedFile, revokedFilePath, type RevokedFile } from "../lib/api-key-format.ts";
+import { KeysError } from "./errors.ts";
+import { withLock, writeFileAtomic } from "./files.ts";
 
 /**
  * KEYS_DIR/issued.jsonl: one line per issued key (never the token itself), appended with a

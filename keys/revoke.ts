@@ -1,10 +1,10 @@
 import jwt from "jsonwebtoken";
-import { createRedisClient, whenReady } from "../lib/redis-client.js";
-import { AuthError, loadPublicKeys, revokedFilePath, verifyTokenSignature } from "../lib/api-key-format.js";
-import { redisKey, subjectForKey } from "../lib/redis-keys.js";
-import { withoutPasswords } from "../lib/redact-url.js";
-import { KeysError } from "./errors.js";
-import { addRevocation, findIssued, readRevoked } from "./registry.js";
+import { createRedisClient, whenReady } from "../lib/redis-client.ts";
+import { AuthError, loadPublicKeys, revokedFilePath, verifyTokenSignature } from "../lib/api-key-format.ts";
+import { redisKey, subjectForKey } from "../lib/redis-keys.ts";
+import { withoutPasswords } from "../lib/redact-url.ts";
+import { KeysError } from "./errors.ts";
+import { addRevocation, findIssued, readRevoked } from "./registry.ts";
 
 export interface RevokeOptions {
   /** When set, the Redis revocation key is set too (every gateway replica refuses the key at once). */

@@ -35,11 +35,11 @@ export type AuthFailure = "missing" | "malformed" | "invalid" | "expired" | "rev
 
 /** Every authentication failure; the gateway maps each to 401 `unauthorized`. */
 export class AuthError extends Error {
-  constructor(
-    readonly reason: AuthFailure,
-    message: string,
-  ) {
+  readonly reason: AuthFailure;
+
+  constructor(reason: AuthFailure, message: string) {
     super(message);
+    this.reason = reason;
     this.name = "AuthError";
   }
 }

@@ -1,13 +1,13 @@
 import { z } from "zod";
-import { withoutPasswords } from "./redact-url.js";
+import { withoutPasswords } from "./redact-url.ts";
 
 /** A configuration error names the variable; main prints this one line and exits 1. */
 export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    detail: string,
-  ) {
+  readonly variable: string;
+
+  constructor(variable: string, detail: string) {
     super(`invalid configuration: ${variable} ${detail}`);
+    this.variable = variable;
     this.name = "ConfigError";
   }
 }

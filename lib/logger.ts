@@ -1,5 +1,5 @@
 import pino, { type DestinationStream, type Logger } from "pino";
-import { ConfigError } from "./config.js";
+import { ConfigError } from "./config.ts";
 
 export type { Logger };
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { integer, parseEnv, port } from "../lib/config.js";
-import { DEFAULT_POOL_SIZE } from "./store/postgres-pet-store.js";
-import { isOtherUrl } from "./store/pets-db-url.js";
+import { integer, parseEnv, port } from "../lib/config.ts";
+import { DEFAULT_POOL_SIZE } from "./store/postgres-pet-store.ts";
+import { isOtherUrl } from "./store/pets-db-url.ts";
 
 /** The pet service's variables (exported so tests/unit/deploy checks the manifests against it). */
 export const PET_SERVICE_ENV = z

@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
-import { IDEMPOTENCY_KEY_REUSED, PETSTORE_ERROR_DOMAIN, STORAGE_UNAVAILABLE, statusDetailsMetadata } from "../lib/grpc-status-details.js";
-import type { FieldViolation } from "./rules.js";
-import type { StorageFault } from "./store/pet-store.js";
+import { IDEMPOTENCY_KEY_REUSED, PETSTORE_ERROR_DOMAIN, STORAGE_UNAVAILABLE, statusDetailsMetadata } from "../lib/grpc-status-details.ts";
+import type { FieldViolation } from "./rules.ts";
+import type { StorageFault } from "./store/pet-store.ts";
 
 /**
  * The errors the pet service answers with. INVALID_ARGUMENT carries google.rpc.Status with a
@@ -11,12 +11,13 @@ import type { StorageFault } from "./store/pet-store.js";
 export class RpcError extends Error {
   readonly details: string;
 
-  constructor(
-    readonly code: grpc.status,
-    message: string,
-    readonly metadata = new grpc.Metadata(),
-  ) {
+  readonly code: grpc.status;
+  readonly metadata: grpc.Metadata;
+
+  constructor(code: grpc.status, message: string, metadata = new grpc.Metadata()) {
     super(message);
+    this.code = code;
+    this.metadata = metadata;
     this.name = "RpcError";
     this.details = message;
   }
@@ -96,4 +97,4 @@ export function internal(): RpcError {
   return new RpcError(grpc.status.INTERNAL, "internal error");
 }
 
-export { fieldViolationsOf, STATUS_DETAILS_KEY } from "../lib/grpc-status-details.js";
+export { fieldViolationsOf, STATUS_DETAILS_KEY } from "../lib/grpc-status-details.ts";

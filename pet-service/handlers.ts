@@ -1,5 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
-import type { Logger } from "../lib/logger.js";
+import type { Logger } from "../lib/logger.ts";
 import type {
   CreatePetRequest,
   CreatePetResponse,
@@ -7,16 +7,16 @@ import type {
   GetPetResponse,
   ListPetsRequest,
   ListPetsResponse,
-} from "../proto/types.js";
-import { internal, invalidArgument, notFound, RpcError, storageUnavailable } from "./grpc-errors.js";
-import { createPet, type Clock } from "./idempotency.js";
-import type { PetServiceMetrics } from "./metrics.js";
-import { createPageTokens } from "./page-token.js";
-import { listPage } from "./paging.js";
-import { toProtoPet } from "./proto-mapping.js";
-import { checkCreatePet, checkListQuery, checkPetId, namesNoPet, type Checked } from "./rules.js";
-import { StorageUnavailableError, type PetStore } from "./store/pet-store.js";
-import { getOrCreate } from "../lib/get-or-create.js";
+} from "../proto/types.ts";
+import { internal, invalidArgument, notFound, RpcError, storageUnavailable } from "./grpc-errors.ts";
+import { createPet, type Clock } from "./idempotency.ts";
+import type { PetServiceMetrics } from "./metrics.ts";
+import { createPageTokens } from "./page-token.ts";
+import { listPage } from "./paging.ts";
+import { toProtoPet } from "./proto-mapping.ts";
+import { checkCreatePet, checkListQuery, checkPetId, namesNoPet, type Checked } from "./rules.ts";
+import { StorageUnavailableError, type PetStore } from "./store/pet-store.ts";
+import { getOrCreate } from "../lib/get-or-create.ts";
 
 export interface HandlerDeps {
   store: PetStore;

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import type { CreatePetResponse } from "../proto/types.js";
-import { idempotencyKeyReused } from "./grpc-errors.js";
-import { toProtoPet } from "./proto-mapping.js";
-import type { CheckedCreate } from "./rules.js";
-import type { NewPet, PetStore } from "./store/pet-store.js";
+import type { CreatePetResponse } from "../proto/types.ts";
+import { idempotencyKeyReused } from "./grpc-errors.ts";
+import { toProtoPet } from "./proto-mapping.ts";
+import type { CheckedCreate } from "./rules.ts";
+import type { NewPet, PetStore } from "./store/pet-store.ts";
 
 /**
  * Idempotent CreatePet (CreatePetRequest.request_id, the HTTP Idempotency-Key): for 24 hours

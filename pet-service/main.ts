@@ -1,13 +1,13 @@
 import { format } from "node:util";
 import * as grpc from "@grpc/grpc-js";
-import { ConfigError, runMain } from "../lib/config.js";
-import { createLogger } from "../lib/logger.js";
-import { messageOf } from "../lib/error-message.js";
-import { loadConfig } from "./config.js";
-import { createPetServiceMetrics } from "./metrics.js";
-import { listenMetrics, type MetricsServer } from "./metrics-server.js";
-import { createServer } from "./server.js";
-import { describePetsDb, openPetStore } from "./store/open-store.js";
+import { ConfigError, runMain } from "../lib/config.ts";
+import { createLogger } from "../lib/logger.ts";
+import { messageOf } from "../lib/error-message.ts";
+import { loadConfig } from "./config.ts";
+import { createPetServiceMetrics } from "./metrics.ts";
+import { listenMetrics, type MetricsServer } from "./metrics-server.ts";
+import { createServer } from "./server.ts";
+import { describePetsDb, openPetStore } from "./store/open-store.ts";
 
 /** Backstop should closing the database hang after the drain: still gone before Kubernetes' SIGKILL. */
 const HARD_EXIT_MS = 9_500;
@@ -67,6 +67,7 @@ await runMain(async () => {
       port,
       ...(metricsServer && { metricsPort: metricsServer.port }),
       petsDb,
+      node: process.version,
     },
     "pet-service listening",
   );

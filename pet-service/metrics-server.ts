@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { Registry } from "prom-client";
-import type { Logger } from "../lib/logger.js";
+import type { Logger } from "../lib/logger.ts";
 
 /**
  * The pet service's optional HTTP listener (METRICS_PORT), for Prometheus and HTTP-only probes:

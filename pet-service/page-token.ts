@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { PET_STATUSES, type PetStatus } from "./store/pet-store.js";
+import { PET_STATUSES, type PetStatus } from "./store/pet-store.ts";
 
 /**
  * ListPets page tokens (AIP-158): where the next page starts (the last id served) and the status

@@ -1,7 +1,7 @@
-import type { ListPetsResponse } from "../proto/types.js";
-import type { PageTokens } from "./page-token.js";
-import { toProtoPet } from "./proto-mapping.js";
-import type { ListQuery, PetStore } from "./store/pet-store.js";
+import type { ListPetsResponse } from "../proto/types.ts";
+import type { PageTokens } from "./page-token.ts";
+import { toProtoPet } from "./proto-mapping.ts";
+import type { ListQuery, PetStore } from "./store/pet-store.ts";
 
 /**
  * One page of ListPets. It asks the store for one pet more than the page holds: the extra pet

@@ -6,11 +6,11 @@
  */
 import { access } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { messageOf } from "../lib/error-message.js";
-import { IDEMPOTENCY_TTL_MS } from "./idempotency.js";
-import { describePetsDb, openPetStore, openTransferSource, openTransferTarget } from "./store/open-store.js";
-import { isPostgresUrl } from "./store/pets-db-url.js";
-import { copyStore } from "./store/transfer.js";
+import { messageOf } from "../lib/error-message.ts";
+import { IDEMPOTENCY_TTL_MS } from "./idempotency.ts";
+import { describePetsDb, openPetStore, openTransferSource, openTransferTarget } from "./store/open-store.ts";
+import { isPostgresUrl } from "./store/pets-db-url.ts";
+import { copyStore } from "./store/transfer.ts";
 
 const USAGE = `usage: npm run pets-db -- copy --from <PETS_DB> --to <PETS_DB> [--replace]
 

@@ -1,5 +1,5 @@
-import type { Pet as ProtoPet, PetStatusName } from "../proto/types.js";
-import type { Pet, PetStatus } from "./store/pet-store.js";
+import type { Pet as ProtoPet, PetStatusName } from "../proto/types.ts";
+import type { Pet, PetStatus } from "./store/pet-store.ts";
 
 const TO_PROTO: Readonly<Record<PetStatus, PetStatusName>> = {
   available: "PET_STATUS_AVAILABLE",

@@ -3,10 +3,10 @@ import {
   type CreatePetRequest,
   type GetPetRequest,
   type ListPetsRequest,
-} from "../proto/types.js";
-import type { PageTokens, TokenProblem } from "./page-token.js";
-import { statusFromProto } from "./proto-mapping.js";
-import type { ListQuery, NewPet, PetStatus } from "./store/pet-store.js";
+} from "../proto/types.ts";
+import type { PageTokens, TokenProblem } from "./page-token.ts";
+import { statusFromProto } from "./proto-mapping.ts";
+import type { ListQuery, NewPet, PetStatus } from "./store/pet-store.ts";
 
 /**
  * Every business rule of the pet service. Field names are the proto field names (snake_case),

@@ -3,12 +3,12 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation, protoPath as healthProtoPath } from "grpc-health-check";
-import type { Logger } from "../lib/logger.js";
-import { withGeneratedCodecs } from "../proto/generated-codecs.js";
-import { LOADER_OPTIONS, loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.js";
-import { petServiceHandlers, type HandlerDeps } from "./handlers.js";
-import { createStorageHealth, type StorageHealth } from "./storage-health.js";
-import type { PetStore } from "./store/pet-store.js";
+import type { Logger } from "../lib/logger.ts";
+import { withGeneratedCodecs } from "../proto/generated-codecs.ts";
+import { LOADER_OPTIONS, loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.ts";
+import { petServiceHandlers, type HandlerDeps } from "./handlers.ts";
+import { createStorageHealth, type StorageHealth } from "./storage-health.ts";
+import type { PetStore } from "./store/pet-store.ts";
 
 export interface PetServerDeps {
   store: PetStore;

@@ -1,5 +1,5 @@
-import type { Logger } from "../lib/logger.js";
-import { StorageUnavailableError, type PetStore } from "./store/pet-store.js";
+import type { Logger } from "../lib/logger.ts";
+import { StorageUnavailableError, type PetStore } from "./store/pet-store.ts";
 
 /**
  * The pet service's health follows its database. While the database cannot be reached:

@@ -1,6 +1,6 @@
 import type * as protoLoader from "@grpc/proto-loader";
-import { petstore_v1_PetService as PET_SERVICE_CODECS } from "./codecs.generated.js";
-import { PET_SERVICE_NAME } from "./load.js";
+import { petstore_v1_PetService as PET_SERVICE_CODECS } from "./codecs.generated.ts";
+import { PET_SERVICE_NAME } from "./load.ts";
 
 // Apart from load.ts, which scripts/generate-codecs.ts imports: the generator must run when the
 // file it writes is missing or stale.

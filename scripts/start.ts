@@ -5,11 +5,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { createKeyVerifier } from "../gateway/auth/jwt-verifier.js";
-import { watchRevocations } from "../gateway/auth/revocation-list.js";
-import { DOCS_PATH } from "../gateway/docs.js";
-import { ensureKeyPair, issueKey } from "../keys/index.js";
-import { isPostgresUrl } from "../pet-service/store/pets-db-url.js";
+import { createKeyVerifier } from "../gateway/auth/jwt-verifier.ts";
+import { watchRevocations } from "../gateway/auth/revocation-list.ts";
+import { DOCS_PATH } from "../gateway/docs.ts";
+import { ensureKeyPair, issueKey } from "../keys/index.ts";
+import { isPostgresUrl } from "../pet-service/store/pets-db-url.ts";
 
 const env = { ...process.env };
 const keysDir = env.KEYS_DIR || "keys";
@@ -40,6 +40,8 @@ process.stdout.write(
     `  Base URL: ${base}`,
     `  Docs:     http://localhost:${gatewayPort}${DOCS_PATH}   (API reference: open it in a browser)`,
     `  Demo key: ${demoKey}   (plan pro, saved in ${demoKeyFile})`,
+    // Both processes are spawned from this one's binary (the project's own runtime, node_modules/.bin/node).
+    `  Node:     ${process.version}   (gateway and pet service)`,
     "",
     "Try:",
     `  curl -s -H "Authorization: Bearer ${demoKey}" ${base}/pets`,
@@ -51,7 +53,7 @@ process.stdout.write(
 );
 
 function start(name: string, entry: string): ChildProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], { env, stdio: ["ignore", "inherit", "inherit"] });
+  const child = spawn(process.execPath, [entry], { env, stdio: ["ignore", "inherit", "inherit"] });
   child.on("exit", (code, signal) => {
     if (stopping) return;
     process.stderr.write(`${name} exited (${signal ?? code}); stopping.\n`);

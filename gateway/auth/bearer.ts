@@ -1,4 +1,4 @@
-import { AuthError } from "../../lib/api-key-format.js";
+import { AuthError } from "../../lib/api-key-format.ts";
 
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 

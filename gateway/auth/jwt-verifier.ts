@@ -1,8 +1,8 @@
-import { AuthError, isExpired, verifyTokenSignature, type ApiKey, type VerifiedToken } from "../../lib/api-key-format.js";
-import { watchPublicKeys } from "./public-keys.js";
-import type { RevocationList } from "./revocation-list.js";
+import { AuthError, isExpired, verifyTokenSignature, type ApiKey, type VerifiedToken } from "../../lib/api-key-format.ts";
+import { watchPublicKeys } from "./public-keys.ts";
+import type { RevocationList } from "./revocation-list.ts";
 
-export { parseBearer } from "./bearer.js";
+export { parseBearer } from "./bearer.ts";
 
 /** Verifies a bearer token; throws AuthError. Synchronous so a cache hit costs no tick. */
 export interface KeyVerifier {

@@ -1,5 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import { loadPublicKeys } from "../../lib/api-key-format.js";
+import { loadPublicKeys } from "../../lib/api-key-format.ts";
 
 /**
  * The gateway's verification keys: every `KEYS_DIR/public/<kid>.pem`, re-read on a timer. A

@@ -1,5 +1,5 @@
 import { statSync } from "node:fs";
-import { readRevokedFile, revokedFilePath } from "../../lib/api-key-format.js";
+import { readRevokedFile, revokedFilePath } from "../../lib/api-key-format.ts";
 
 /**
  * Revoked key ids as `npm run keys -- revoke` records them in KEYS_DIR/revoked.json. This is

@@ -5,14 +5,14 @@
  * while Redis (or a Cluster node) is unavailable. The presence heartbeat tells it the share.
  */
 import { Cluster, type Redis } from "ioredis";
-import type { Logger } from "../../lib/logger.js";
-import { createRedisClient, isRedisReady, whenReady, type RedisClientOptions } from "../../lib/redis-client.js";
-import { subjectSlot } from "../../lib/redis-keys.js";
-import { createFallbackStore, type FallbackMetrics, type Outage } from "./fallback-store.js";
-import type { BanPolicy, Clock, LimiterStore } from "./limiter.js";
-import { createMemoryStore } from "./memory-store.js";
-import { startPresence, type PresenceOptions } from "./presence.js";
-import { createRedisStore } from "./redis-store.js";
+import type { Logger } from "../../lib/logger.ts";
+import { createRedisClient, isRedisReady, whenReady, type RedisClientOptions } from "../../lib/redis-client.ts";
+import { subjectSlot } from "../../lib/redis-keys.ts";
+import { createFallbackStore, type FallbackMetrics, type Outage } from "./fallback-store.ts";
+import type { BanPolicy, Clock, LimiterStore } from "./limiter.ts";
+import { createMemoryStore } from "./memory-store.ts";
+import { startPresence, type PresenceOptions } from "./presence.ts";
+import { createRedisStore } from "./redis-store.ts";
 
 export interface LimiterOptions {
   /** REDIS_URL; unset → in-memory limiter. */

@@ -21,9 +21,9 @@
  * the client earned. README (Reliability) says what this does and does not cover.
  */
 import type { Counter, Gauge } from "prom-client";
-import type { Logger } from "../../lib/logger.js";
-import type { Decision, LimiterStore, WindowLimit, WindowResult } from "./limiter.js";
-import type { MemoryStore } from "./memory-store.js";
+import type { Logger } from "../../lib/logger.ts";
+import type { Decision, LimiterStore, WindowLimit, WindowResult } from "./limiter.ts";
+import type { MemoryStore } from "./memory-store.ts";
 
 export interface FallbackMetrics {
   /** Incremented on every failed Redis decision (and once when an outage is noticed from the client state). */

@@ -16,8 +16,8 @@
  * While banned, nothing is available: remaining/r are 0, `t` runs to the end of the ban (or
  * later for an exhausted window) and Reset is no earlier than the end of the ban.
  */
-import { getOrCreate } from "../../lib/get-or-create.js";
-import type { Decision } from "./limiter.js";
+import { getOrCreate } from "../../lib/get-or-create.ts";
+import type { Decision } from "./limiter.ts";
 
 const NAMES: Readonly<Record<number, string>> = { 60: "minute", 3600: "hour", 86_400: "day" };
 

@@ -4,7 +4,7 @@
  * bounded: at most 61 buckets per window per subject, idle subjects are dropped once everything
  * they hold has expired, and at most `maxSubjects` subjects are kept (least recently used first out).
  */
-import type { BanPolicy, Clock, Decision, LimiterStore, Outcome, WindowLimit } from "./limiter.js";
+import type { BanPolicy, Clock, Decision, LimiterStore, Outcome, WindowLimit } from "./limiter.ts";
 import {
   assembleDecision,
   recordStrike,
@@ -12,7 +12,7 @@ import {
   validateWindows,
   WindowCounter,
   type BanState,
-} from "./sliding-window.js";
+} from "./sliding-window.ts";
 
 export interface MemoryStoreOptions {
   ban: BanPolicy;

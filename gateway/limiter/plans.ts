@@ -1,8 +1,8 @@
 /**
  * Quotas by plan (spec "Rate limits by plan"). Every /v1 request counts against both windows.
  */
-import type { ApiKey, PlanName } from "../../lib/api-key-format.js";
-import type { WindowLimit } from "./limiter.js";
+import type { ApiKey, PlanName } from "../../lib/api-key-format.ts";
+import type { WindowLimit } from "./limiter.ts";
 
 export const MINUTE_SECONDS = 60;
 export const DAY_SECONDS = 86_400;

@@ -8,8 +8,8 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
-import type { Logger } from "../../lib/logger.js";
-import { PRESENCE_KEY } from "../../lib/redis-keys.js";
+import type { Logger } from "../../lib/logger.ts";
+import { PRESENCE_KEY } from "../../lib/redis-keys.ts";
 
 const COMMAND = "petStorePresence";
 const HEARTBEAT_LUA = `

@@ -6,8 +6,8 @@
  */
 import { readFileSync } from "node:fs";
 import type { Cluster, Redis } from "ioredis";
-import { redisKey, type SubjectPart } from "../../lib/redis-keys.js";
-import type { BanPolicy, Clock, Decision, LimiterStore, WindowLimit } from "./limiter.js";
+import { redisKey, type SubjectPart } from "../../lib/redis-keys.ts";
+import type { BanPolicy, Clock, Decision, LimiterStore, WindowLimit } from "./limiter.ts";
 import {
   assembleDecision,
   bucketMsFor,
@@ -17,7 +17,7 @@ import {
   validateBanPolicy,
   validateWindows,
   type WindowReport,
-} from "./sliding-window.js";
+} from "./sliding-window.ts";
 
 export const LIMITER_LUA = readFileSync(new URL("./sliding-window.lua", import.meta.url), "utf8");
 const COMMAND = "petStoreRateLimit";

@@ -10,7 +10,7 @@
  * than the limit in any rolling window and holds at most 61 buckets whatever the limit. Bucket i
  * stops counting at its expiry (i+1)·b + W.
  */
-import type { BanPolicy, Decision, Outcome, WindowLimit, WindowResult } from "./limiter.js";
+import type { BanPolicy, Decision, Outcome, WindowLimit, WindowResult } from "./limiter.ts";
 
 export const BUCKETS_PER_WINDOW = 60;
 /** Escalated bans never exceed a day. */
@@ -72,10 +72,13 @@ export class WindowCounter {
   readonly buckets: Bucket[] = [];
   total = 0;
 
-  constructor(
-    readonly windowMs: number,
-    readonly bucketMs: number,
-  ) {}
+  readonly windowMs: number;
+  readonly bucketMs: number;
+
+  constructor(windowMs: number, bucketMs: number) {
+    this.windowMs = windowMs;
+    this.bucketMs = bucketMs;
+  }
 
   static forWindow(windowSeconds: number): WindowCounter {
     return new WindowCounter(windowSeconds * 1000, bucketMsFor(windowSeconds));

@@ -1,13 +1,13 @@
-import type { Logger } from "../../lib/logger.js";
-import { withoutPasswords } from "../../lib/redact-url.js";
-import { isPostgresUrl } from "./pets-db-url.js";
-import type { PetServiceMetrics } from "../metrics.js";
-import type { PetStore } from "./pet-store.js";
-import { PostgresPetStore } from "./postgres-pet-store.js";
-import { postgresTransferSource, postgresTransferTarget } from "./postgres-transfer.js";
-import { SqlitePetStore } from "./sqlite-pet-store.js";
-import { sqliteTransferSource, sqliteTransferTarget } from "./sqlite-transfer.js";
-import type { TransferSource, TransferTarget } from "./transfer.js";
+import type { Logger } from "../../lib/logger.ts";
+import { withoutPasswords } from "../../lib/redact-url.ts";
+import { isPostgresUrl } from "./pets-db-url.ts";
+import type { PetServiceMetrics } from "../metrics.ts";
+import type { PetStore } from "./pet-store.ts";
+import { PostgresPetStore } from "./postgres-pet-store.ts";
+import { postgresTransferSource, postgresTransferTarget } from "./postgres-transfer.ts";
+import { SqlitePetStore } from "./sqlite-pet-store.ts";
+import { sqliteTransferSource, sqliteTransferTarget } from "./sqlite-transfer.ts";
+import type { TransferSource, TransferTarget } from "./transfer.ts";
 
 /** PETS_DB for logs and messages: a URL's password (before the @ or as ?password=) is replaced by `***`. */
 export function describePetsDb(petsDb: string): string {

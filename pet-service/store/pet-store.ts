@@ -1,4 +1,4 @@
-import type { SchemaReport } from "./migrations.js";
+import type { SchemaReport } from "./migrations.ts";
 
 /**
  * The pet service's storage contract and its domain types. int64 values are bigints so ids and
@@ -74,11 +74,11 @@ export type StorageFault = (typeof STORAGE_FAULTS)[number];
 export class StorageUnavailableError extends Error {
   override name = "StorageUnavailableError";
 
-  constructor(
-    readonly fault: StorageFault,
-    options?: ErrorOptions,
-  ) {
+  readonly fault: StorageFault;
+
+  constructor(fault: StorageFault, options?: ErrorOptions) {
     super(`storage unavailable (${fault})`, options);
+    this.fault = fault;
   }
 }
 

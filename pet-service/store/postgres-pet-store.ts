@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import type { Logger } from "../../lib/logger.js";
-import type { PetServiceMetrics, PostgresQuery } from "../metrics.js";
-import type { SchemaReport } from "./migrations.js";
-import { migratePostgres } from "./postgres-migrations.js";
-import { asStoreError } from "./postgres-faults.js";
-import { EXPIRED_KEYS_PER_CREATE } from "./sqlite-idempotency.js";
-import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, type NewPet, type Pet, type PetRow, type PetStore } from "./pet-store.js";
+import type { Logger } from "../../lib/logger.ts";
+import type { PetServiceMetrics, PostgresQuery } from "../metrics.ts";
+import type { SchemaReport } from "./migrations.ts";
+import { migratePostgres } from "./postgres-migrations.ts";
+import { asStoreError } from "./postgres-faults.ts";
+import { EXPIRED_KEYS_PER_CREATE } from "./sqlite-idempotency.ts";
+import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, type NewPet, type Pet, type PetRow, type PetStore } from "./pet-store.ts";
 
 /**
  * Connection settings. The pool is bounded (PETS_DB_POOL_SIZE); a connection that cannot be made
@@ -112,18 +112,24 @@ type Observer = { observe(seconds: number): void };
 export class PostgresPetStore implements PetStore {
   private closing: Promise<void> | undefined;
 
-  private constructor(
-    private readonly pool: pg.Pool,
-    /**
-     * ping()'s own connection, outside `pool`: a ping queued behind a saturated pool (every
-     * connection on a slow statement or a lock wait) would time out and take a reachable database
-     * for an unreachable one (storage-health.ts). One connection more per replica.
-     */
-    private readonly pingPool: pg.Pool,
-    private readonly timers: Partial<Record<QueryKey, Observer>>,
-    readonly pageTokenSecret: Buffer,
-    readonly schema: SchemaReport,
-  ) {}
+  private readonly pool: pg.Pool;
+  /**
+   * ping()'s own connection, outside `pool`: a ping queued behind a saturated pool (every
+   * connection on a slow statement or a lock wait) would time out and take a reachable database
+   * for an unreachable one (storage-health.ts). One connection more per replica.
+   */
+  private readonly pingPool: pg.Pool;
+  private readonly timers: Partial<Record<QueryKey, Observer>>;
+  readonly pageTokenSecret: Buffer;
+  readonly schema: SchemaReport;
+
+  private constructor(parts: Pick<PostgresPetStore, "pageTokenSecret" | "schema"> & { pool: pg.Pool; pingPool: pg.Pool; timers: Partial<Record<QueryKey, Observer>> }) {
+    this.pool = parts.pool;
+    this.pingPool = parts.pingPool;
+    this.timers = parts.timers;
+    this.pageTokenSecret = parts.pageTokenSecret;
+    this.schema = parts.schema;
+  }
 
   /** Connects to `url` (postgres://…), migrates the schema under the advisory lock, loads the page-token secret. */
   static async open(url: string, options: PostgresPetStoreOptions = {}): Promise<PostgresPetStore> {
@@ -142,7 +148,7 @@ export class PostgresPetStore implements PetStore {
       const histogram = options.metrics?.postgresQueryDuration;
       const timers = histogram ? Object.fromEntries(Object.entries(QUERY_NAMES).map(([key, query]) => [key, histogram.labels(query)])) : {};
       options.metrics?.observePostgresPool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }));
-      return new PostgresPetStore(pool, pingPool, timers, rows[0]!.value, schema);
+      return new PostgresPetStore({ pool, pingPool, timers, pageTokenSecret: rows[0]!.value, schema });
     } catch (err) {
       await Promise.all([pool.end().catch(() => {}), pingPool.end().catch(() => {})]);
       throw err;

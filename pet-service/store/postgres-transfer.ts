@@ -1,7 +1,7 @@
 import pg from "pg";
-import { petOfRow, type Pet, type PetRow } from "./pet-store.js";
-import { POSTGRES_STATEMENTS } from "./postgres-pet-store.js";
-import type { KeyRecord, TransferSource, TransferTarget } from "./transfer.js";
+import { petOfRow, type Pet, type PetRow } from "./pet-store.ts";
+import { POSTGRES_STATEMENTS } from "./postgres-pet-store.ts";
+import type { KeyRecord, TransferSource, TransferTarget } from "./transfer.ts";
 
 /**
  * Both ends of a copy on a PostgreSQL database (transfer.ts), each on a connection of its own;

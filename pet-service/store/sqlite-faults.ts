@@ -1,6 +1,6 @@
 import { accessSync, closeSync, constants, openSync, rmSync } from "node:fs";
 import path from "node:path";
-import { StorageUnavailableError, type StorageFault } from "./pet-store.js";
+import { StorageUnavailableError, type StorageFault } from "./pet-store.ts";
 
 /**
  * SQLite result codes (node-sqlite3 reports the primary code) that mean the storage cannot

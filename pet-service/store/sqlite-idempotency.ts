@@ -1,6 +1,6 @@
 import type sqlite3 from "sqlite3";
-import { allPrepared } from "./sqlite-calls.js";
-import type { CreateOnceResult, IdempotencyKey, Pet, PetStatus } from "./pet-store.js";
+import { allPrepared } from "./sqlite-calls.ts";
+import type { CreateOnceResult, IdempotencyKey, Pet, PetStatus } from "./pet-store.ts";
 
 /**
  * Idempotency keys of CreatePet (request_id) in the table `idempotency_keys` (sqlite-migrations.ts),

@@ -1,6 +1,6 @@
 import type sqlite3 from "sqlite3";
-import { applyPending, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "./migrations.js";
-import { all, exec, run } from "./sqlite-calls.js";
+import { applyPending, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "./migrations.ts";
+import { all, exec, run } from "./sqlite-calls.ts";
 
 /**
  * The SQLite schema, version by version. Version 1 is the schema that databases made before

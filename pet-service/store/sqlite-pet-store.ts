@@ -1,13 +1,13 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type sqlite3 from "sqlite3";
-import type { PetServiceMetrics, SqliteQuery } from "../metrics.js";
-import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, type NewPet, type Pet, type PetRow, type PetStore } from "./pet-store.js";
-import { all, closeDatabase, exec, openDatabase, prepare, run } from "./sqlite-calls.js";
-import type { SchemaReport } from "./migrations.js";
-import { toStorageError } from "./sqlite-faults.js";
-import { createOnceInTransaction, IDEMPOTENCY_STATEMENTS, type IdempotencyStatements } from "./sqlite-idempotency.js";
-import { migrateSqlite } from "./sqlite-migrations.js";
+import type { PetServiceMetrics, SqliteQuery } from "../metrics.ts";
+import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, type NewPet, type Pet, type PetRow, type PetStore } from "./pet-store.ts";
+import { all, closeDatabase, exec, openDatabase, prepare, run } from "./sqlite-calls.ts";
+import type { SchemaReport } from "./migrations.ts";
+import { toStorageError } from "./sqlite-faults.ts";
+import { createOnceInTransaction, IDEMPOTENCY_STATEMENTS, type IdempotencyStatements } from "./sqlite-idempotency.ts";
+import { migrateSqlite } from "./sqlite-migrations.ts";
 
 /**
  * WAL lets reads run beside the single writer. synchronous=FULL fsyncs the WAL on every commit,
@@ -68,6 +68,18 @@ export interface SqlitePetStoreOptions {
 
 type Observer = { observe(seconds: number): void };
 
+interface SqliteParts {
+  dir: string;
+  writer: sqlite3.Database;
+  reader: sqlite3.Database;
+  statements: Statements;
+  idempotency: IdempotencyStatements;
+  timers: Partial<Record<QueryKey, Observer>>;
+  batchSizes: Observer | undefined;
+  pageTokenSecret: Buffer;
+  schema: SchemaReport;
+}
+
 /** A create waiting for the next group commit. */
 interface PendingWrite {
   /** Its statements, run inside the batch's transaction (in a savepoint of its own). */
@@ -114,19 +126,29 @@ export class SqlitePetStore implements PetStore {
   /** Picks the next copy of a read statement, in turn. */
   private turn = 0;
 
-  private constructor(
-    /** The database file's directory: where a read-only file system is recognised. */
-    private readonly dir: string,
-    private readonly writer: sqlite3.Database,
-    private readonly reader: sqlite3.Database,
-    private readonly statements: Statements,
-    private readonly idempotency: IdempotencyStatements,
-    /** Label children bound once at open, so timing a query costs no label lookup. */
-    private readonly timers: Partial<Record<QueryKey, Observer>>,
-    private readonly batchSizes: Observer | undefined,
-    readonly pageTokenSecret: Buffer,
-    readonly schema: SchemaReport,
-  ) {}
+  /** The database file's directory: where a read-only file system is recognised. */
+  private readonly dir: string;
+  private readonly writer: sqlite3.Database;
+  private readonly reader: sqlite3.Database;
+  private readonly statements: Statements;
+  private readonly idempotency: IdempotencyStatements;
+  /** Label children bound once at open, so timing a query costs no label lookup. */
+  private readonly timers: Partial<Record<QueryKey, Observer>>;
+  private readonly batchSizes: Observer | undefined;
+  readonly pageTokenSecret: Buffer;
+  readonly schema: SchemaReport;
+
+  private constructor(parts: SqliteParts) {
+    this.dir = parts.dir;
+    this.writer = parts.writer;
+    this.reader = parts.reader;
+    this.statements = parts.statements;
+    this.idempotency = parts.idempotency;
+    this.timers = parts.timers;
+    this.batchSizes = parts.batchSizes;
+    this.pageTokenSecret = parts.pageTokenSecret;
+    this.schema = parts.schema;
+  }
 
   /**
    * Opens the database at `file`, creating the file and its directory when missing, and brings
@@ -155,17 +177,17 @@ export class SqlitePetStore implements PetStore {
       const timers = histogram
         ? Object.fromEntries(Object.entries(QUERY_NAMES).map(([key, query]) => [key, histogram.labels(query)]))
         : {};
-      return new SqlitePetStore(
-        path.dirname(path.resolve(file)),
+      return new SqlitePetStore({
+        dir: path.dirname(path.resolve(file)),
         writer,
         reader,
-        Object.fromEntries(entries) as Statements,
-        Object.fromEntries(idempotency) as IdempotencyStatements,
+        statements: Object.fromEntries(entries) as Statements,
+        idempotency: Object.fromEntries(idempotency) as IdempotencyStatements,
         timers,
-        options.metrics?.sqliteWritesPerCommit,
-        secret!.value,
+        batchSizes: options.metrics?.sqliteWritesPerCommit,
+        pageTokenSecret: secret!.value,
         schema,
-      );
+      });
     } catch (err) {
       writer.close(() => {});
       reader?.close(() => {});

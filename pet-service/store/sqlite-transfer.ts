@@ -1,8 +1,8 @@
 import sqlite3 from "sqlite3";
-import { petOfRow, type Pet, type PetRow } from "./pet-store.js";
-import { all, closeDatabase, exec, openDatabase, run } from "./sqlite-calls.js";
-import { SQLITE_STATEMENTS } from "./sqlite-pet-store.js";
-import type { KeyRecord, TransferSource, TransferTarget } from "./transfer.js";
+import { petOfRow, type Pet, type PetRow } from "./pet-store.ts";
+import { all, closeDatabase, exec, openDatabase, run } from "./sqlite-calls.ts";
+import { SQLITE_STATEMENTS } from "./sqlite-pet-store.ts";
+import type { KeyRecord, TransferSource, TransferTarget } from "./transfer.ts";
 
 /**
  * Both ends of a copy on a SQLite file (transfer.ts), each on a connection of its own; the schema

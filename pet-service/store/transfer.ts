@@ -1,4 +1,4 @@
-import type { Pet } from "./pet-store.js";
+import type { Pet } from "./pet-store.ts";
 
 /**
  * Moving a database from one store to another (`npm run pets-db -- copy`): every pet with its id,

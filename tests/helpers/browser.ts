@@ -1,6 +1,6 @@
 import { chromium, type Browser, type Page } from "playwright-core";
 
-/** Debian's chromium (.ci/run installs it when missing); CHROMIUM_PATH names another build. */
+/** Debian's chromium (scripts/test-deps.sh, npm test's pretest, installs it when missing); CHROMIUM_PATH names another build. */
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 /**

@@ -1,11 +1,11 @@
 import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll } from "vitest";
-import { createTestKeys, type TestKeys } from "./gateway.js";
-import { freePort } from "./net.js";
-import { startPetService, type RunningPetService } from "./pet-service.js";
-import { launchTsx } from "./process.js";
+import { createTestKeys, type TestKeys } from "./gateway.ts";
+import { freePort } from "./net.ts";
+import { startPetService, type RunningPetService } from "./pet-service.ts";
+import { launchTsx } from "./process.ts";
 
-/** The real gateway process (`node --import tsx gateway/main.ts`), as operators run it. */
+/** The real gateway process (`node gateway/main.ts`), as operators run it. */
 export interface GatewayProcess {
   url: string;
   child: ChildProcess;

@@ -3,14 +3,14 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Server } from "node:http";
-import { createLogger } from "../../lib/logger.js";
-import type { AppDeps } from "../../gateway/app.js";
-import { loadGatewayConfig } from "../../gateway/config.js";
-import { createGateway, createHttpServer } from "../../gateway/gateway.js";
-import { createLimiter, type Limiter, type LimiterOptions } from "../../gateway/limiter/create-limiter.js";
-import type { Clock, LimiterStore } from "../../gateway/limiter/limiter.js";
-import { createGatewayMetrics, type GatewayMetrics } from "../../gateway/metrics.js";
-import { ensureKeyPair, issueKey, type IssueOptions } from "../../keys/index.js";
+import { createLogger } from "../../lib/logger.ts";
+import type { AppDeps } from "../../gateway/app.ts";
+import { loadGatewayConfig } from "../../gateway/config.ts";
+import { createGateway, createHttpServer } from "../../gateway/gateway.ts";
+import { createLimiter, type Limiter, type LimiterOptions } from "../../gateway/limiter/create-limiter.ts";
+import type { Clock, LimiterStore } from "../../gateway/limiter/limiter.ts";
+import { createGatewayMetrics, type GatewayMetrics } from "../../gateway/metrics.ts";
+import { ensureKeyPair, issueKey, type IssueOptions } from "../../keys/index.ts";
 
 /** A clock tests move by hand; starts at real time so JWT iat/exp stay meaningful. */
 export interface FakeClock {

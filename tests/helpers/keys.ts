@@ -4,8 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
-import { redisKey, subjectForKey } from "../../lib/redis-keys.js";
-import { startRedis, type PrivateRedis } from "./redis-server.js";
+import { redisKey, subjectForKey } from "../../lib/redis-keys.ts";
+import { startRedis, type PrivateRedis } from "./redis-server.ts";
 
 /** A fresh, empty KEYS_DIR under the OS temp dir for each test; removed afterwards. */
 export function useTempKeysDir(): () => string {

@@ -5,14 +5,14 @@ import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import sqlite3 from "sqlite3";
 import { service as healthService } from "grpc-health-check";
-import { createLogger } from "../../lib/logger.js";
-import { loadPetStorePackage } from "../../proto/load.js";
-import type { CreatePetRequest, ListPetsRequest, ListPetsResponse, Pet } from "../../proto/types.js";
-import type { PetServiceMetrics } from "../../pet-service/metrics.js";
-import { createServer } from "../../pet-service/server.js";
-import { SqlitePetStore } from "../../pet-service/store/sqlite-pet-store.js";
+import { createLogger } from "../../lib/logger.ts";
+import { loadPetStorePackage } from "../../proto/load.ts";
+import type { CreatePetRequest, ListPetsRequest, ListPetsResponse, Pet } from "../../proto/types.ts";
+import type { PetServiceMetrics } from "../../pet-service/metrics.ts";
+import { createServer } from "../../pet-service/server.ts";
+import { SqlitePetStore } from "../../pet-service/store/sqlite-pet-store.ts";
 import { afterAll, beforeAll } from "vitest";
-import { launchTsx, type Exit, type Launched } from "./process.js";
+import { launchTsx, type Exit, type Launched } from "./process.ts";
 
 const START_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 12_000;
@@ -69,10 +69,8 @@ export async function startPetService(
 }
 
 /**
- * The pet service as a real process, ready once grpc.health.v1 says SERVING. It runs as
- * `node --import tsx pet-service/main.ts` rather than through the `tsx` CLI: that wrapper is a
- * second process, so SIGKILL would hit the wrapper and orphan the server, and it SIGKILLs its
- * child when a relayed signal is not acknowledged within ~30 ms (a busy event loop).
+ * The pet service as a real process, ready once grpc.health.v1 says SERVING: `node
+ * pet-service/main.ts`, one process, so a SIGKILL hits the server itself.
  */
 export async function spawnPetService(
   opts: { dbPath?: string; port?: number; env?: Record<string, string> } = {},

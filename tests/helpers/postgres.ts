@@ -3,7 +3,7 @@ import pg from "pg";
 
 /**
  * The PostgreSQL server tests use: the machine's (127.0.0.1:5432, user postgres, trust auth;
- * `.ci/run` makes sure it runs), or PG_TEST_URL. Each test file creates databases of its own,
+ * scripts/test-deps.sh makes sure it runs), or PG_TEST_URL. Each test file creates databases of its own,
  * named pets_test_<random>, and drops them at the end; it never touches another database.
  */
 const PG_ADMIN_URL = process.env.PG_TEST_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";

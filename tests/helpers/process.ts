@@ -9,7 +9,7 @@ export interface Exit {
   stderr: string;
 }
 
-/** A real process of ours, as operators run it: `node --import tsx <entry>` from the repo root. */
+/** A real process of ours, as operators run it: `node <entry>` from the repo root. */
 export interface Launched {
   child: ChildProcess;
   /** Everything it wrote so far, stdout and stderr interleaved. */
@@ -23,7 +23,7 @@ export interface Launched {
  */
 export function launchTsx(entry: string, env: Record<string, string>, args: string[] = []): Launched {
   const { REDIS_URL: _never, ...inherited } = process.env;
-  const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
+  const child = spawn(process.execPath, [entry, ...args], {
     cwd: REPO_ROOT,
     env: { ...inherited, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -3,8 +3,8 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { startRedis, withRedisClient, type PrivateRedis } from "./redis-server.js";
-import { until } from "./until.js";
+import { startRedis, withRedisClient, type PrivateRedis } from "./redis-server.ts";
+import { until } from "./until.ts";
 
 const run = promisify(execFile);
 

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Redis } from "ioredis";
-import { startRedis, withRedisClient, type PrivateRedis } from "./redis-server.js";
-import { until } from "./until.js";
+import { startRedis, withRedisClient, type PrivateRedis } from "./redis-server.ts";
+import { until } from "./until.ts";
 
 /**
  * A private Sentinel setup: a primary, one replica and one Sentinel (quorum 1) watching them,

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
-import { freePort } from "./net.js";
-import { until } from "./until.js";
+import { freePort } from "./net.ts";
+import { until } from "./until.ts";
 
 /**
  * A private redis-server for one test file: a free port, nothing persisted (a replica's sync

@@ -9,7 +9,7 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
  * prints its table. Benchmarks are not timed tests: nothing here asserts anything about speed.
  */
 it("runs bench/run.ts --smoke to the end and prints the table with every scenario", async () => {
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/run.ts", "--smoke"], {
+  const child = spawn(process.execPath, ["bench/run.ts", "--smoke"], {
     cwd: ROOT,
     // Not our REDIS_URL, PETS_DB, …: the bench starts and configures everything itself.
     env: Object.fromEntries(["PATH", "HOME", "TMPDIR", "LANG"].flatMap((k) => (process.env[k] ? [[k, process.env[k]!]] : []))),

@@ -3,9 +3,9 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, expect, it } from "vitest";
-import { freePort } from "../helpers/net.js";
+import { freePort } from "../helpers/net.ts";
+import { parseExposition } from "../helpers/promql.ts";
 
 // `npm start` as a new user runs it: both processes, a demo key, a curl line that works, Ctrl-C.
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -17,14 +17,15 @@ afterAll(async () => {
 
 it("starts both processes, prints a working curl line and the docs URL, and stops both cleanly on Ctrl-C", async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "petstore-start-"));
-  const [gatewayPort, petPort] = [await freePort(), await freePort()];
+  const [gatewayPort, petPort, petMetricsPort] = [await freePort(), await freePort(), await freePort()];
   const { REDIS_URL: _never, ...inherited } = process.env;
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+  const child = spawn(process.execPath, ["scripts/start.ts"], {
     cwd: ROOT,
     env: {
       ...inherited,
       GATEWAY_PORT: String(gatewayPort),
       PET_SERVICE_PORT: String(petPort),
+      METRICS_PORT: String(petMetricsPort),
       PETS_DB: path.join(dir, "pets.sqlite"),
       KEYS_DIR: path.join(dir, "keys"),
       LOG_LEVEL: "warn",
@@ -47,6 +48,7 @@ it("starts both processes, prints a working curl line and the docs URL, and stop
       .replace(/eyJ[A-Za-z0-9_.-]*/g, "KEY")
       .replace(/localhost:[0-9]+/g, "localhost:PORT")
       .replace(/saved in [^)]+\)/, "saved in FILE)")
+      .replace(/Node: +v[0-9.]+/, "Node: VERSION")
       .trim()
       .split("\n")
       .map((line) => line.trimEnd());
@@ -68,6 +70,15 @@ it("starts both processes, prints a working curl line and the docs URL, and stop
   expect(res.status).toBe(200);
   expect(await res.json()).toEqual([]);
 
+  // Both processes run on the project's runtime (Node >= 24), whatever node the machine has: each
+  // says which in its own metrics, and npm start prints the same version.
+  const printed = /Node: +v(\d+)\.(\d+)\.(\d+)/.exec(stdout);
+  expect(Number(printed?.[1])).toBeGreaterThanOrEqual(24);
+  for (const metrics of [`http://127.0.0.1:${gatewayPort}/metrics`, `http://127.0.0.1:${petMetricsPort}/metrics`]) {
+    const samples = parseExposition(await (await fetch(metrics)).text()).filter((s) => s.name === "nodejs_version_info");
+    expect(samples.map((s) => s.labels.version)).toEqual([`v${printed![1]}.${printed![2]}.${printed![3]}`]);
+  }
+
   child.kill("SIGINT");
   expect(await exited).toBe(0);
   await expect(fetch(`http://127.0.0.1:${gatewayPort}/healthz`)).rejects.toThrow();
@@ -80,7 +91,7 @@ it("with PETS_DB a PostgreSQL URL, keeps the demo key in data/demo-key, not in a
     const { REDIS_URL: _never, ...inherited } = process.env;
     const child = spawn(
       process.execPath,
-      ["--import", pathToFileURL(path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href, path.join(ROOT, "scripts/start.ts")],
+      [path.join(ROOT, "scripts/start.ts")],
       {
         cwd,
         env: {

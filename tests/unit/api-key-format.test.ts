@@ -3,9 +3,9 @@ import { generateKeyPairSync } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadPublicKeys, publicKeyDir } from "../../lib/api-key-format.js";
-import { ensureKeyPair, rotateKeyPair } from "../../keys/key-pairs.js";
-import { useTempKeysDir } from "../helpers/keys.js";
+import { loadPublicKeys, publicKeyDir } from "../../lib/api-key-format.ts";
+import { ensureKeyPair, rotateKeyPair } from "../../keys/key-pairs.ts";
+import { useTempKeysDir } from "../helpers/keys.ts";
 
 const keysDir = useTempKeysDir();
 const pem = (type: "ec" | "rsa" | "ed25519") => {

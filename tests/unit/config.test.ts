@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ConfigError, parseEnv, port } from "../../lib/config.js";
+import { ConfigError, parseEnv, port } from "../../lib/config.ts";
 
 const schema = z.object({ SOME_PORT: port(50051), SOME_PATH: z.string().default("data/x") });
 

@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { getOrCreate } from "../../lib/get-or-create.js";
+import { getOrCreate } from "../../lib/get-or-create.ts";
 
 it("makes a value once per key and returns the cached one afterwards, for Map and WeakMap", () => {
   const made: string[] = [];

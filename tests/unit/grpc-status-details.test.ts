@@ -4,8 +4,8 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
-import { errorInfoOf, fieldViolationsOf, retryDelayOf, STATUS_DETAILS_KEY } from "../../lib/grpc-status-details.js";
-import { toApiError } from "../../gateway/error-handler.js";
+import { errorInfoOf, fieldViolationsOf, retryDelayOf, STATUS_DETAILS_KEY } from "../../lib/grpc-status-details.ts";
+import { toApiError } from "../../gateway/error-handler.ts";
 
 const undecodable = () => {
   const metadata = new grpc.Metadata();

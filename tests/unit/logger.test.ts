@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ConfigError } from "../../lib/config.js";
-import { createLogger } from "../../lib/logger.js";
+import { ConfigError } from "../../lib/config.ts";
+import { createLogger } from "../../lib/logger.ts";
 
 describe("createLogger and LOG_LEVEL", () => {
   const saved = process.env.LOG_LEVEL;

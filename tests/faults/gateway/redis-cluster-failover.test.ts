@@ -6,14 +6,14 @@
  * back in Redis once its replica has taken over, the replaced master's outage over.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { subjectForKey, subjectSlot } from "../../../lib/redis-keys.js";
-import type { Limiter } from "../../../gateway/limiter/create-limiter.js";
-import { tokenPayload } from "../../helpers/keys.js";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
-import { startRedisCluster, type PrivateCluster } from "../../helpers/redis-cluster.js";
-import type { PrivateRedis } from "../../helpers/redis-server.js";
-import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
-import { until } from "../../helpers/until.js";
+import { subjectForKey, subjectSlot } from "../../../lib/redis-keys.ts";
+import type { Limiter } from "../../../gateway/limiter/create-limiter.ts";
+import { tokenPayload } from "../../helpers/keys.ts";
+import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
+import { startRedisCluster, type PrivateCluster } from "../../helpers/redis-cluster.ts";
+import type { PrivateRedis } from "../../helpers/redis-server.ts";
+import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { until } from "../../helpers/until.ts";
 
 const LIMIT = 10;
 let pets: RunningPetService;

@@ -6,14 +6,14 @@
  */
 import calculateSlot from "cluster-key-slot";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { PRESENCE_KEY, subjectForKey, subjectSlot } from "../../../lib/redis-keys.js";
-import type { Limiter } from "../../../gateway/limiter/create-limiter.js";
-import { tokenPayload } from "../../helpers/keys.js";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
-import { startRedisCluster, type PrivateCluster } from "../../helpers/redis-cluster.js";
-import { withRedisClient } from "../../helpers/redis-server.js";
-import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
-import { until } from "../../helpers/until.js";
+import { PRESENCE_KEY, subjectForKey, subjectSlot } from "../../../lib/redis-keys.ts";
+import type { Limiter } from "../../../gateway/limiter/create-limiter.ts";
+import { tokenPayload } from "../../helpers/keys.ts";
+import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
+import { startRedisCluster, type PrivateCluster } from "../../helpers/redis-cluster.ts";
+import { withRedisClient } from "../../helpers/redis-server.ts";
+import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { until } from "../../helpers/until.ts";
 
 let pets: RunningPetService;
 let keys: TestKeys;

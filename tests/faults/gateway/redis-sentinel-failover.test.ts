@@ -7,13 +7,13 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redisKey, subjectForKey } from "../../../lib/redis-keys.js";
-import type { Limiter } from "../../../gateway/limiter/create-limiter.js";
-import { tokenPayload } from "../../helpers/keys.js";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
-import { startRedisSentinel, type PrivateSentinel } from "../../helpers/redis-sentinel.js";
-import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
-import { until } from "../../helpers/until.js";
+import { redisKey, subjectForKey } from "../../../lib/redis-keys.ts";
+import type { Limiter } from "../../../gateway/limiter/create-limiter.ts";
+import { tokenPayload } from "../../helpers/keys.ts";
+import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
+import { startRedisSentinel, type PrivateSentinel } from "../../helpers/redis-sentinel.ts";
+import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { until } from "../../helpers/until.ts";
 
 let pets: RunningPetService;
 let keys: TestKeys;

@@ -6,10 +6,10 @@
  * times) are printed for README's Reliability table.
  */
 import { beforeAll, expect, it } from "vitest";
-import { cpuMicros } from "../../../bench/cpu.js";
-import { percentile } from "../../../bench/stats.js";
-import { useGatewayProcess, type GatewayProcess } from "../../helpers/gateway-process.js";
-import { slowClient, type SlowClient } from "../../helpers/slow-client.js";
+import { cpuMicros } from "../../../bench/cpu.ts";
+import { percentile } from "../../../bench/stats.ts";
+import { useGatewayProcess, type GatewayProcess } from "../../helpers/gateway-process.ts";
+import { slowClient, type SlowClient } from "../../helpers/slow-client.ts";
 
 const SLOW = 2_000;
 const HEADERS_TIMEOUT_MS = 6_000;

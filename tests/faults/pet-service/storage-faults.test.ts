@@ -8,11 +8,11 @@
 import { closeSync, openSync, rmSync, statfsSync, writeSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
-import { mountLoopExt4, mountRefusal, mountTmpfs, type Mounted } from "../../helpers/mounts.js";
-import { freePort } from "../../helpers/net.js";
-import { metricValue } from "../../helpers/promql.js";
-import { checkHealth, spawnPetService } from "../../helpers/pet-service.js";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { mountLoopExt4, mountRefusal, mountTmpfs, type Mounted } from "../../helpers/mounts.ts";
+import { freePort } from "../../helpers/net.ts";
+import { metricValue } from "../../helpers/promql.ts";
+import { checkHealth, spawnPetService } from "../../helpers/pet-service.ts";
 
 const refusal = await mountRefusal();
 if (refusal) {

@@ -9,7 +9,7 @@ const ROOT = path.resolve(import.meta.dirname, "../../..");
 it("runs bench/paging-depth.ts on a small table to the end and prints the first and the last page", async () => {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    ["--import", "tsx", "bench/paging-depth.ts", "--pets", "3000", "--rounds", "2", "--calls", "10"],
+    ["bench/paging-depth.ts", "--pets", "3000", "--rounds", "2", "--calls", "10"],
     { cwd: ROOT, timeout: 60_000 },
   );
   expect(stdout).toContain("| page | gRPC latency µs/call | CPU-µs/call (client + server) |");

@@ -1,9 +1,9 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DOCS_CSP } from "../../../gateway/docs.js";
-import { launchChromium, recordPage, type PageRecord } from "../../helpers/browser.js";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
+import { DOCS_CSP } from "../../../gateway/docs.ts";
+import { launchChromium, recordPage, type PageRecord } from "../../helpers/browser.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
 
 // GET /docs as a reader sees it: the real gateway wiring and pet service, opened in headless
 // Chromium (Debian's), with every request and console message recorded.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { recordingFetch } from "../../helpers/openapi-validator.js";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
-import { createTestKeys, fakeClock, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { recordingFetch } from "../../helpers/openapi-validator.ts";
+import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
+import { createTestKeys, fakeClock, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
 
 // HTTP → gRPC → SQLite through real sockets: the public API as a client sees it.
 let pets: RunningPetService;

@@ -1,9 +1,9 @@
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { IDEMPOTENCY_TTL_MS } from "../../../pet-service/idempotency.js";
-import { recordingFetch } from "../../helpers/openapi-validator.js";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { IDEMPOTENCY_TTL_MS } from "../../../pet-service/idempotency.ts";
+import { recordingFetch } from "../../helpers/openapi-validator.ts";
+import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
 
 // Idempotency-Key on POST /v1/pets, HTTP → gRPC → SQLite through real sockets. The pet
 // service's clock is injected, so keys age without sleeping.

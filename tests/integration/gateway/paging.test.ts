@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Pet as ProtoPet, PetStatusName } from "../../../proto/types.js";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
-import { recordingFetch } from "../../helpers/openapi-validator.js";
-import { petClient, startPetService, type PetClient, type RunningPetService } from "../../helpers/pet-service.js";
+import type { Pet as ProtoPet, PetStatusName } from "../../../proto/types.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { recordingFetch } from "../../helpers/openapi-validator.ts";
+import { petClient, startPetService, type PetClient, type RunningPetService } from "../../helpers/pet-service.ts";
 
 /** Paging through GET /v1/pets as a client does: follow Link rel="next" until there is none (HTTP → gRPC → SQLite). */
 

@@ -2,10 +2,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { freePort } from "../../helpers/net.js";
-import { spawnPetService, type SpawnedPetService } from "../../helpers/pet-service.js";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
-import { metricValue } from "../../helpers/promql.js";
+import { freePort } from "../../helpers/net.ts";
+import { spawnPetService, type SpawnedPetService } from "../../helpers/pet-service.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { metricValue } from "../../helpers/promql.ts";
 
 let dir: string;
 let keys: TestKeys;

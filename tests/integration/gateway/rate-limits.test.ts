@@ -2,10 +2,10 @@ import { execFile } from "node:child_process";
 import { cp, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createMemoryStore } from "../../../gateway/limiter/memory-store.js";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
-import { startRedis, type PrivateRedis } from "../../helpers/redis-server.js";
-import { createTestKeys, fakeClock, redisLimiter, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
+import { createMemoryStore } from "../../../gateway/limiter/memory-store.ts";
+import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
+import { startRedis, type PrivateRedis } from "../../helpers/redis-server.ts";
+import { createTestKeys, fakeClock, redisLimiter, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
 
 // Plans, quotas, bans and headers as a client sees them through the gateway, with real Redis.
 let pets: RunningPetService;
@@ -255,7 +255,7 @@ describe("revocation", () => {
   const revoke = (keyOrId: string, env: Record<string, string>) =>
     new Promise<void>((resolve, reject) => {
       const { REDIS_URL: _never, ...inherited } = process.env;
-      execFile(path.join(ROOT, "node_modules/.bin/tsx"), ["keys/cli.ts", "revoke", keyOrId], { cwd: ROOT, env: { ...inherited, ...env } }, (err) =>
+      execFile(process.execPath, ["keys/cli.ts", "revoke", keyOrId], { cwd: ROOT, env: { ...inherited, ...env } }, (err) =>
         err ? reject(err) : resolve(),
       );
     });

@@ -5,12 +5,12 @@
  * back to Redis when it returns.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Limiter } from "../../../gateway/limiter/create-limiter.js";
-import { tokenPayload } from "../../helpers/keys.js";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.js";
-import { startRedis, type PrivateRedis } from "../../helpers/redis-server.js";
-import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.js";
-import { until } from "../../helpers/until.js";
+import type { Limiter } from "../../../gateway/limiter/create-limiter.ts";
+import { tokenPayload } from "../../helpers/keys.ts";
+import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
+import { startRedis, type PrivateRedis } from "../../helpers/redis-server.ts";
+import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { until } from "../../helpers/until.ts";
 
 let pets: RunningPetService;
 let keys: TestKeys;

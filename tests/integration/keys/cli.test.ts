@@ -3,14 +3,13 @@ import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { AuthError, readRevokedFile } from "../../../lib/api-key-format.js";
-import { createKeyVerifier } from "../../../gateway/auth/jwt-verifier.js";
-import { NO_REVOCATIONS } from "../../../gateway/auth/revocation-list.js";
-import { freePort } from "../../helpers/net.js";
-import { tokenPayload, useRevocationRedis, useTempKeysDir } from "../../helpers/keys.js";
+import { AuthError, readRevokedFile } from "../../../lib/api-key-format.ts";
+import { createKeyVerifier } from "../../../gateway/auth/jwt-verifier.ts";
+import { NO_REVOCATIONS } from "../../../gateway/auth/revocation-list.ts";
+import { freePort } from "../../helpers/net.ts";
+import { tokenPayload, useRevocationRedis, useTempKeysDir } from "../../helpers/keys.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
-const TSX = path.join(ROOT, "node_modules/.bin/tsx");
 const keysDir = useTempKeysDir();
 
 interface Run {
@@ -23,7 +22,7 @@ interface Run {
 function keys(args: string[], env: Record<string, string> = {}): Promise<Run> {
   const { REDIS_URL: _never, ...inherited } = process.env; // never the developer's or CI's Redis
   return new Promise((resolve) => {
-    execFile(TSX, ["keys/cli.ts", ...args], { cwd: ROOT, env: { ...inherited, KEYS_DIR: keysDir(), ...env } }, (err, stdout, stderr) =>
+    execFile(process.execPath, ["keys/cli.ts", ...args], { cwd: ROOT, env: { ...inherited, KEYS_DIR: keysDir(), ...env } }, (err, stdout, stderr) =>
       resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
     );
   });
@@ -52,7 +51,7 @@ function check(token: string): string {
 
 const TOKEN_LINE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\n$/;
 
-// Each test runs the CLI as a process several times (node + tsx start-up, about 1 s each when idle,
+// Each test runs the CLI as a process several times (node start-up, about 1 s each when idle,
 // many seconds on a loaded machine): the timeout is a hang guard, not a speed bound.
 const CLI_TEST_TIMEOUT_MS = 90_000;
 
@@ -154,6 +153,14 @@ describe("keys CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(run.stdout).toBe("");
     expect(run.stderr).toMatch(message);
     expect(run.stderr).toMatch(/^keys: [^\n]+\n$/);
+  });
+
+  it("an argument starting with a dash is an argument, not an option (a kid may start with '-')", async () => {
+    await ok(["init"]);
+    const run = await keys(["retire", "-W3x9Q"]);
+    expect(run).toMatchObject({ code: 1, stdout: "" });
+    expect(run.stderr).not.toMatch(/Unknown option/);
+    expect(run.stderr).toMatch(/-W3x9Q/);
   });
 
   it("issue before init fails with exit 1 and says what to do", async () => {

@@ -4,7 +4,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createPetServiceMetrics } from "../../../pet-service/metrics.js";
+import { createPetServiceMetrics } from "../../../pet-service/metrics.ts";
 import {
   petClient,
   sideConnection,
@@ -12,7 +12,7 @@ import {
   startPetService,
   type PetClient,
   type SpawnedPetService,
-} from "../../helpers/pet-service.js";
+} from "../../helpers/pet-service.ts";
 
 interface Sample {
   name: string;

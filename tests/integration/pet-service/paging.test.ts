@@ -1,8 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
-import { fieldViolationsOf } from "../../../pet-service/grpc-errors.js";
-import type { ListPetsRequest, Pet, PetStatusName } from "../../../proto/types.js";
-import { freshService, petClient, rejection, startPetService, testDbPath, type PetClient } from "../../helpers/pet-service.js";
+import { fieldViolationsOf } from "../../../pet-service/grpc-errors.ts";
+import type { ListPetsRequest, Pet, PetStatusName } from "../../../proto/types.ts";
+import { freshService, petClient, rejection, startPetService, testDbPath, type PetClient } from "../../helpers/pet-service.ts";
 
 /** ListPets paging (AIP-158) over real gRPC and a real SQLite file. */
 

@@ -3,9 +3,9 @@ import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { fieldViolationsOf } from "../../../pet-service/grpc-errors.js";
-import type { CreatePetRequest, Pet, PetStatusName } from "../../../proto/types.js";
-import { checkHealth, freshService, HealthClient, rejection, sideConnection, startPetService } from "../../helpers/pet-service.js";
+import { fieldViolationsOf } from "../../../pet-service/grpc-errors.ts";
+import type { CreatePetRequest, Pet, PetStatusName } from "../../../proto/types.ts";
+import { checkHealth, freshService, HealthClient, rejection, sideConnection, startPetService } from "../../helpers/pet-service.ts";
 
 const unknownStatus = (n: number) => n as unknown as PetStatusName;
 

@@ -1,13 +1,13 @@
 import { access } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../pet-service/idempotency.js";
-import { createPageTokens } from "../../../pet-service/page-token.js";
-import { openPetStore } from "../../../pet-service/store/open-store.js";
-import type { NewPet, Pet, PetStatus, PetStore } from "../../../pet-service/store/pet-store.js";
-import { testDbPath } from "../../helpers/pet-service.js";
-import { createTestDatabase, type TestDatabase } from "../../helpers/postgres.js";
-import { launchTsx, type Exit } from "../../helpers/process.js";
-import { walk } from "./store/conformance.js";
+import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../pet-service/idempotency.ts";
+import { createPageTokens } from "../../../pet-service/page-token.ts";
+import { openPetStore } from "../../../pet-service/store/open-store.ts";
+import type { NewPet, Pet, PetStatus, PetStore } from "../../../pet-service/store/pet-store.ts";
+import { testDbPath } from "../../helpers/pet-service.ts";
+import { createTestDatabase, type TestDatabase } from "../../helpers/postgres.ts";
+import { launchTsx, type Exit } from "../../helpers/process.ts";
+import { walk } from "./store/conformance.ts";
 
 // npm run pets-db -- copy: SQLite → PostgreSQL → SQLite with 10,000 pets, as an operator runs it.
 

@@ -7,13 +7,13 @@
 import * as grpc from "@grpc/grpc-js";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createLogger } from "../../../lib/logger.js";
-import { PET_SERVICE_NAME } from "../../../proto/load.js";
-import { createServer, type PetServer } from "../../../pet-service/server.js";
-import { PostgresPetStore } from "../../../pet-service/store/postgres-pet-store.js";
-import { checkHealth, HealthClient, petClient, rejection, type PetClient } from "../../helpers/pet-service.js";
-import { createTestDatabase, type TestDatabase } from "../../helpers/postgres.js";
-import { startTcpProxy, viaProxy } from "../../helpers/tcp-proxy.js";
+import { createLogger } from "../../../lib/logger.ts";
+import { PET_SERVICE_NAME } from "../../../proto/load.ts";
+import { createServer, type PetServer } from "../../../pet-service/server.ts";
+import { PostgresPetStore } from "../../../pet-service/store/postgres-pet-store.ts";
+import { checkHealth, HealthClient, petClient, rejection, type PetClient } from "../../helpers/pet-service.ts";
+import { createTestDatabase, type TestDatabase } from "../../helpers/postgres.ts";
+import { startTcpProxy, viaProxy } from "../../helpers/tcp-proxy.ts";
 
 let db: TestDatabase;
 let store: PostgresPetStore;

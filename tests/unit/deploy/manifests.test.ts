@@ -15,12 +15,12 @@ import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation, type ServingStatus } from "grpc-health-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, parseAllDocuments } from "yaml";
-import { KEY_ID_PATTERN, privateKeyDir, publicKeyPath, revokedFilePath } from "../../../lib/api-key-format.js";
-import { GATEWAY_ENV } from "../../../gateway/config.js";
-import { DOCS_PATH } from "../../../gateway/docs.js";
-import { parseRedisUrl } from "../../../lib/redis-client.js";
-import { isPostgresUrl } from "../../../pet-service/store/pets-db-url.js";
-import { PET_SERVICE_NAME } from "../../../proto/load.js";
+import { KEY_ID_PATTERN, privateKeyDir, publicKeyPath, revokedFilePath } from "../../../lib/api-key-format.ts";
+import { GATEWAY_ENV } from "../../../gateway/config.ts";
+import { DOCS_PATH } from "../../../gateway/docs.ts";
+import { parseRedisUrl } from "../../../lib/redis-client.ts";
+import { isPostgresUrl } from "../../../pet-service/store/pets-db-url.ts";
+import { PET_SERVICE_NAME } from "../../../proto/load.ts";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const DEPLOY = path.join(ROOT, "deploy");
@@ -50,11 +50,11 @@ interface ProcessFacts {
   validate(env: Record<string, string>): void;
 }
 
-/** `tsx gateway/main.ts` or `node --import tsx gateway/main.ts` → `gateway/main.ts`. */
+/** `node gateway/main.ts` → `gateway/main.ts` (Node runs the TypeScript itself). */
 function scriptEntry(script: string): string {
   const scripts = (JSON.parse(read("package.json")) as { scripts: Record<string, string> }).scripts;
-  const m = /^(?:tsx|node(?:\s+--\S+)*\s+--import[=\s]tsx(?:\s+--\S+)*)\s+(\S+\.ts)$/.exec(scripts[script] ?? "");
-  if (!m) throw new Error(`package.json script ${script} does not run one .ts file with tsx: ${scripts[script]}`);
+  const m = /^node(?:\s+--\S+)*\s+(\S+\.ts)$/.exec(scripts[script] ?? "");
+  if (!m) throw new Error(`package.json script ${script} does not run one .ts file with node: ${scripts[script]}`);
   return m[1]!;
 }
 
@@ -624,13 +624,13 @@ const k8sChecks: Record<string, Check<Manifests>> = {
       if (!w) continue;
       const c = w.container;
       if (c.command) problems.push(`${f.id}: use args, not command (the image's tini ENTRYPOINT must stay)`);
-      if (JSON.stringify(c.args) !== JSON.stringify(["node", "--import", "tsx", f.entry])) problems.push(`${f.id}: args ${JSON.stringify(c.args)}`);
+      if (JSON.stringify(c.args) !== JSON.stringify(["node", f.entry])) problems.push(`${f.id}: args ${JSON.stringify(c.args)}`);
       if (!existsSync(path.join(ROOT, f.entry))) problems.push(`${f.id}: ${f.entry} does not exist`);
       // 1000 = the image's USER node, so files the image gives to node (/app/data) stay writable.
       if (w.pod.spec.securityContext?.runAsNonRoot !== true || w.pod.spec.securityContext.runAsUser !== 1000) problems.push(`${f.id}: pod must run as a non-root uid (1000, the image's node user)`);
       if (c.securityContext?.readOnlyRootFilesystem !== true || c.securityContext.allowPrivilegeEscalation !== false) problems.push(`${f.id}: read-only root, no privilege escalation`);
       const tmp = c.volumeMounts?.find((v) => v.mountPath === "/tmp");
-      if (!w.pod.spec.volumes?.find((v) => v.name === tmp?.name)?.emptyDir) problems.push(`${f.id}: /tmp must be an emptyDir (tsx cache; read-only root)`);
+      if (!w.pod.spec.volumes?.find((v) => v.name === tmp?.name)?.emptyDir) problems.push(`${f.id}: /tmp must be an emptyDir (scratch space; read-only root)`);
       for (const k of ["requests", "limits"] as const) {
         if (!c.resources?.[k]?.cpu || !c.resources[k].memory) problems.push(`${f.id}: resources.${k} needs cpu and memory`);
       }
@@ -684,7 +684,7 @@ function loadCompose(): Compose {
 }
 
 const composeServicesOf = (c: Compose, f: ProcessFacts) =>
-  Object.entries(c.services).filter(([, s]) => JSON.stringify(s.command) === JSON.stringify(["node", "--import", "tsx", f.entry]));
+  Object.entries(c.services).filter(([, s]) => JSON.stringify(s.command) === JSON.stringify(["node", f.entry]));
 
 const composeChecks: Record<string, Check<Compose>> = {
   "compose runs postgres, redis, a pet-service with 2+ replicas and two gateways from the deploy/Dockerfile image": (c) => {
@@ -871,8 +871,8 @@ const dockerChecks: Record<string, Check<DockerInput>> = {
         return text;
       }
     };
-    if (JSON.stringify(execForm(cmd)) !== JSON.stringify(["node", "--import", "tsx", gatewayFacts.entry])) {
-      problems.push(`CMD ${cmd} (want exec form node --import tsx ${gatewayFacts.entry})`);
+    if (JSON.stringify(execForm(cmd)) !== JSON.stringify(["node", gatewayFacts.entry])) {
+      problems.push(`CMD ${cmd} (want exec form node ${gatewayFacts.entry})`);
     }
     const entrypoint = ins.filter((i) => i.op === "ENTRYPOINT").at(-1)?.args ?? "";
     if (!/tini/.test(entrypoint)) problems.push("ENTRYPOINT must be an init (tini) that forwards signals to node");

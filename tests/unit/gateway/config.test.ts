@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadGatewayConfig } from "../../../gateway/config.js";
+import { loadGatewayConfig } from "../../../gateway/config.ts";
 
 describe("gateway configuration", () => {
   it("has the documented defaults", () => {

@@ -6,11 +6,11 @@
 import fc from "fast-check";
 import { parse } from "lossless-json";
 import { describe, expect, it } from "vitest";
-import type { Pet } from "../../../proto/types.js";
-import { ApiError } from "../../../gateway/errors.js";
-import { toInt64 } from "../../../gateway/int64.js";
-import { parseJsonBody } from "../../../gateway/json-body.js";
-import { petJson, petsJson, toCreatePetRequest } from "../../../gateway/pet-mapping.js";
+import type { Pet } from "../../../proto/types.ts";
+import { ApiError } from "../../../gateway/errors.ts";
+import { toInt64 } from "../../../gateway/int64.ts";
+import { parseJsonBody } from "../../../gateway/json-body.ts";
+import { petJson, petsJson, toCreatePetRequest } from "../../../gateway/pet-mapping.ts";
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;

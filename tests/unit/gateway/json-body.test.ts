@@ -1,7 +1,7 @@
 /** The request-body parser: lossless numbers, no prototypes from keys, bounded nesting, one error shape. */
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../../../gateway/errors.js";
-import { isLosslessNumber, MAX_JSON_DEPTH, parseJsonBody } from "../../../gateway/json-body.js";
+import { ApiError } from "../../../gateway/errors.ts";
+import { isLosslessNumber, MAX_JSON_DEPTH, parseJsonBody } from "../../../gateway/json-body.ts";
 
 const nested = (depth: number, open = "[", close = "]") => open.repeat(depth) + close.repeat(depth);
 

@@ -1,11 +1,11 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GET_PET_DEPRECATION, deprecationHeaders } from "../../../gateway/deprecation.js";
-import { ERRORS } from "../../../gateway/errors.js";
-import { STATUS_VALUES } from "../../../gateway/pet-mapping.js";
-import { ROUTES } from "../../../gateway/routes.js";
-import { LIST_LIMIT, NAME_MAX_LENGTH } from "../../../pet-service/rules.js";
+import { GET_PET_DEPRECATION, deprecationHeaders } from "../../../gateway/deprecation.ts";
+import { ERRORS } from "../../../gateway/errors.ts";
+import { STATUS_VALUES } from "../../../gateway/pet-mapping.ts";
+import { ROUTES } from "../../../gateway/routes.ts";
+import { LIST_LIMIT, NAME_MAX_LENGTH } from "../../../pet-service/rules.ts";
 import {
   HTTP_METHODS,
   openApiDocument as doc,
@@ -17,7 +17,7 @@ import {
   type OpenApiHeader,
   type OpenApiOperation,
   type OpenApiResponse,
-} from "../../helpers/openapi-validator.js";
+} from "../../helpers/openapi-validator.ts";
 
 type JsonObject = Record<string, unknown>;
 

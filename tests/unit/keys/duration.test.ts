@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseDuration } from "../../../keys/duration.js";
-import { UsageError } from "../../../keys/errors.js";
+import { parseDuration } from "../../../keys/duration.ts";
+import { UsageError } from "../../../keys/errors.ts";
 
 describe("parseDuration", () => {
   it.each([

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { KEY_AUDIENCE, KEY_ISSUER } from "../../../lib/api-key-format.js";
-import { UsageError } from "../../../keys/errors.js";
-import { issueKey, validateIssueOptions, type IssueOptions } from "../../../keys/issue.js";
-import { ensureKeyPair } from "../../../keys/key-pairs.js";
-import { readIssued } from "../../../keys/registry.js";
-import { tokenPayload, useTempKeysDir } from "../../helpers/keys.js";
+import { KEY_AUDIENCE, KEY_ISSUER } from "../../../lib/api-key-format.ts";
+import { UsageError } from "../../../keys/errors.ts";
+import { issueKey, validateIssueOptions, type IssueOptions } from "../../../keys/issue.ts";
+import { ensureKeyPair } from "../../../keys/key-pairs.ts";
+import { readIssued } from "../../../keys/registry.ts";
+import { tokenPayload, useTempKeysDir } from "../../helpers/keys.ts";
 
 const keysDir = useTempKeysDir();
 const NOW = Date.UTC(2030, 5, 1, 12);

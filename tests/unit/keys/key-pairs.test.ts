@@ -1,8 +1,8 @@
 import { readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { privateKeyDir, publicKeyPath } from "../../../lib/api-key-format.js";
-import { KeysError } from "../../../keys/errors.js";
+import { privateKeyDir, publicKeyPath } from "../../../lib/api-key-format.ts";
+import { KeysError } from "../../../keys/errors.ts";
 import {
   activeKid,
   ensureKeyPair,
@@ -11,8 +11,8 @@ import {
   loadSigningKey,
   retireKeyPair,
   rotateKeyPair,
-} from "../../../keys/key-pairs.js";
-import { useTempKeysDir } from "../../helpers/keys.js";
+} from "../../../keys/key-pairs.ts";
+import { useTempKeysDir } from "../../helpers/keys.ts";
 
 const keysDir = useTempKeysDir();
 const mode = (file: string) => statSync(file).mode & 0o777;

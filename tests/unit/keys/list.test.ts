@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { issueKey } from "../../../keys/issue.js";
-import { ensureKeyPair } from "../../../keys/key-pairs.js";
-import { formatKeyTable, formatTable, listKeys } from "../../../keys/list.js";
-import { addRevocation } from "../../../keys/registry.js";
-import { tokenPayload, useTempKeysDir } from "../../helpers/keys.js";
+import { issueKey } from "../../../keys/issue.ts";
+import { ensureKeyPair } from "../../../keys/key-pairs.ts";
+import { formatKeyTable, formatTable, listKeys } from "../../../keys/list.ts";
+import { addRevocation } from "../../../keys/registry.ts";
+import { tokenPayload, useTempKeysDir } from "../../helpers/keys.ts";
 
 const keysDir = useTempKeysDir();
 const NOW = Date.UTC(2030, 0, 1);

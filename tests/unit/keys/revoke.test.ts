@@ -1,14 +1,14 @@
 import { writeFileSync } from "node:fs";
 import { generateKeyPairSync } from "node:crypto";
 import { beforeEach, describe, expect, it } from "vitest";
-import { readRevokedFile, revokedFilePath } from "../../../lib/api-key-format.js";
-import { KeysError } from "../../../keys/errors.js";
-import { issueKey } from "../../../keys/issue.js";
-import { ensureKeyPair, loadSigningKey, retireKeyPair, rotateKeyPair } from "../../../keys/key-pairs.js";
-import { addRevocation } from "../../../keys/registry.js";
-import { revokeKey } from "../../../keys/revoke.js";
-import { freePort } from "../../helpers/net.js";
-import { craftToken, tokenPayload, useRevocationRedis, useTempKeysDir } from "../../helpers/keys.js";
+import { readRevokedFile, revokedFilePath } from "../../../lib/api-key-format.ts";
+import { KeysError } from "../../../keys/errors.ts";
+import { issueKey } from "../../../keys/issue.ts";
+import { ensureKeyPair, loadSigningKey, retireKeyPair, rotateKeyPair } from "../../../keys/key-pairs.ts";
+import { addRevocation } from "../../../keys/registry.ts";
+import { revokeKey } from "../../../keys/revoke.ts";
+import { freePort } from "../../helpers/net.ts";
+import { craftToken, tokenPayload, useRevocationRedis, useTempKeysDir } from "../../helpers/keys.ts";
 
 const keysDir = useTempKeysDir();
 const NOW = Date.UTC(2030, 0, 1);

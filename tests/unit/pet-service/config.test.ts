@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError } from "../../../lib/config.js";
-import { loadConfig } from "../../../pet-service/config.js";
+import { ConfigError } from "../../../lib/config.ts";
+import { loadConfig } from "../../../pet-service/config.ts";
 
 describe("pet-service config", () => {
   it("defaults to loopback:50051 and data/pets.sqlite, frozen", () => {

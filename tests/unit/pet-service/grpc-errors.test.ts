@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
-import { errorInfoOf, retryDelayOf } from "../../../lib/grpc-status-details.js";
+import { errorInfoOf, retryDelayOf } from "../../../lib/grpc-status-details.ts";
 import {
   fieldViolationsOf,
   internal,
@@ -8,7 +8,7 @@ import {
   notFound,
   STATUS_DETAILS_KEY,
   storageUnavailable,
-} from "../../../pet-service/grpc-errors.js";
+} from "../../../pet-service/grpc-errors.ts";
 
 /** A length-delimited protobuf field (tag byte, one-byte length), enough for these short messages. */
 const field = (tag: number, value: Buffer | string) => {

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createPageTokens } from "../../../pet-service/page-token.js";
-import { PET_STATUSES, type PetStatus } from "../../../pet-service/store/pet-store.js";
+import { createPageTokens } from "../../../pet-service/page-token.ts";
+import { PET_STATUSES, type PetStatus } from "../../../pet-service/store/pet-store.ts";
 
 const tokens = createPageTokens(randomBytes(32));
 const INT64_MAX = 2n ** 63n - 1n;

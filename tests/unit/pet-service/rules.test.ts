@@ -10,9 +10,9 @@ import {
   namesNoPet,
   type Checked,
   type FieldViolation,
-} from "../../../pet-service/rules.js";
-import { createPageTokens } from "../../../pet-service/page-token.js";
-import type { CreatePetRequest, PetStatusName } from "../../../proto/types.js";
+} from "../../../pet-service/rules.ts";
+import { createPageTokens } from "../../../pet-service/page-token.ts";
+import type { CreatePetRequest, PetStatusName } from "../../../proto/types.ts";
 
 const valid = { name: "Rex", categoryId: "1" } as const;
 const violationsOf = <T>(checked: Checked<T>): FieldViolation[] => (checked.ok ? [] : checked.violations);

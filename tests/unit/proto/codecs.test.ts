@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import type * as protoLoader from "@grpc/proto-loader";
 import { describe, expect, it } from "vitest";
-import { petstore_v1_PetService as CODECS } from "../../../proto/codecs.generated.js";
-import { withGeneratedCodecs } from "../../../proto/generated-codecs.js";
-import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../../../proto/load.js";
-import { createPageTokens } from "../../../pet-service/page-token.js";
-import { PET_STATUSES } from "../../../pet-service/store/pet-store.js";
+import { petstore_v1_PetService as CODECS } from "../../../proto/codecs.generated.ts";
+import { withGeneratedCodecs } from "../../../proto/generated-codecs.ts";
+import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../../../proto/load.ts";
+import { createPageTokens } from "../../../pet-service/page-token.ts";
+import { PET_STATUSES } from "../../../pet-service/store/pet-store.ts";
 
 /**
  * The generated codecs against proto-loader (protobufjs), byte for byte: every message the

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../../../proto/load.js";
+import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../../../proto/load.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "../../..");
 

@@ -5,10 +5,10 @@
  */
 import pino from "pino";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startPresence, type Presence } from "../../../../gateway/limiter/presence.js";
-import { createRedisClient, whenReady } from "../../../../lib/redis-client.js";
-import { startRedis, type PrivateRedis } from "../../../helpers/redis-server.js";
-import { until } from "../../../helpers/until.js";
+import { startPresence, type Presence } from "../../../../gateway/limiter/presence.ts";
+import { createRedisClient, whenReady } from "../../../../lib/redis-client.ts";
+import { startRedis, type PrivateRedis } from "../../../helpers/redis-server.ts";
+import { until } from "../../../helpers/until.ts";
 
 let server: PrivateRedis;
 const silent = pino({ level: "silent" });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../pet-service/idempotency.js";
+import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../pet-service/idempotency.ts";
 import {
   StorageUnavailableError,
   type IdempotencyKey,
@@ -7,7 +7,7 @@ import {
   type Pet,
   type PetStatus,
   type PetStore,
-} from "../../../../pet-service/store/pet-store.js";
+} from "../../../../pet-service/store/pet-store.ts";
 
 /** A store under test on a database of its own; `reopen` closes it and opens the same database again. */
 export interface StoreFixture {

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { POSTGRES_MIGRATIONS } from "../../../../pet-service/store/postgres-migrations.js";
-import { PostgresPetStore } from "../../../../pet-service/store/postgres-pet-store.js";
-import { checkHealth, petClient, spawnPetService, type SpawnedPetService } from "../../../helpers/pet-service.js";
-import { createTestDatabase, type TestDatabase } from "../../../helpers/postgres.js";
+import { POSTGRES_MIGRATIONS } from "../../../../pet-service/store/postgres-migrations.ts";
+import { PostgresPetStore } from "../../../../pet-service/store/postgres-pet-store.ts";
+import { checkHealth, petClient, spawnPetService, type SpawnedPetService } from "../../../helpers/pet-service.ts";
+import { createTestDatabase, type TestDatabase } from "../../../helpers/postgres.ts";
 
 const databases: TestDatabase[] = [];
 const services: SpawnedPetService[] = [];

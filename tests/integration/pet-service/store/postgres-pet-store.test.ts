@@ -1,10 +1,10 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { StorageUnavailableError, type PetStore } from "../../../../pet-service/store/pet-store.js";
-import { POSTGRES_STATEMENTS, PostgresPetStore } from "../../../../pet-service/store/postgres-pet-store.js";
-import { postgresTransferTarget } from "../../../../pet-service/store/postgres-transfer.js";
-import { createTestDatabase, type TestDatabase } from "../../../helpers/postgres.js";
-import { petStoreConformance } from "./conformance.js";
+import { StorageUnavailableError, type PetStore } from "../../../../pet-service/store/pet-store.ts";
+import { POSTGRES_STATEMENTS, PostgresPetStore } from "../../../../pet-service/store/postgres-pet-store.ts";
+import { postgresTransferTarget } from "../../../../pet-service/store/postgres-transfer.ts";
+import { createTestDatabase, type TestDatabase } from "../../../helpers/postgres.ts";
+import { petStoreConformance } from "./conformance.ts";
 
 petStoreConformance("PostgreSQL", async () => {
   const db = await createTestDatabase();

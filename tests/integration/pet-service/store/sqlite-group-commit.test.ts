@@ -1,10 +1,10 @@
 import sqlite3 from "sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { createPetServiceMetrics } from "../../../../pet-service/metrics.js";
-import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../pet-service/idempotency.js";
-import type { IdempotencyKey, NewPet } from "../../../../pet-service/store/pet-store.js";
-import { SqlitePetStore } from "../../../../pet-service/store/sqlite-pet-store.js";
-import { testDbPath } from "../../../helpers/pet-service.js";
+import { createPetServiceMetrics } from "../../../../pet-service/metrics.ts";
+import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../pet-service/idempotency.ts";
+import type { IdempotencyKey, NewPet } from "../../../../pet-service/store/pet-store.ts";
+import { SqlitePetStore } from "../../../../pet-service/store/sqlite-pet-store.ts";
+import { testDbPath } from "../../../helpers/pet-service.ts";
 
 /** Group commit in the SQLite store: concurrent creates share one transaction (one fsync). */
 const cleanups: (() => Promise<void>)[] = [];

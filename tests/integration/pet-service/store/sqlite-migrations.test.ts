@@ -1,11 +1,11 @@
 import { readFile } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../pet-service/idempotency.js";
-import { createPageTokens } from "../../../../pet-service/page-token.js";
-import { openDatabase, closeDatabase, exec, all } from "../../../../pet-service/store/sqlite-calls.js";
-import { migrateSqlite, SQLITE_MIGRATIONS } from "../../../../pet-service/store/sqlite-migrations.js";
-import { SqlitePetStore } from "../../../../pet-service/store/sqlite-pet-store.js";
-import { sideConnection, testDbPath } from "../../../helpers/pet-service.js";
+import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../pet-service/idempotency.ts";
+import { createPageTokens } from "../../../../pet-service/page-token.ts";
+import { openDatabase, closeDatabase, exec, all } from "../../../../pet-service/store/sqlite-calls.ts";
+import { migrateSqlite, SQLITE_MIGRATIONS } from "../../../../pet-service/store/sqlite-migrations.ts";
+import { SqlitePetStore } from "../../../../pet-service/store/sqlite-pet-store.ts";
+import { sideConnection, testDbPath } from "../../../helpers/pet-service.ts";
 
 const PRE_MIGRATION_SCHEMA = await readFile(new URL("./fixtures/pre-migration-schema.sql", import.meta.url), "utf8");
 

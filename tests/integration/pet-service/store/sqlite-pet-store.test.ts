@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { PetStore } from "../../../../pet-service/store/pet-store.js";
-import { SqlitePetStore, SQLITE_STATEMENTS } from "../../../../pet-service/store/sqlite-pet-store.js";
-import { sqliteTransferTarget } from "../../../../pet-service/store/sqlite-transfer.js";
-import { sideConnection, testDbPath } from "../../../helpers/pet-service.js";
-import { petStoreConformance } from "./conformance.js";
+import type { PetStore } from "../../../../pet-service/store/pet-store.ts";
+import { SqlitePetStore, SQLITE_STATEMENTS } from "../../../../pet-service/store/sqlite-pet-store.ts";
+import { sqliteTransferTarget } from "../../../../pet-service/store/sqlite-transfer.ts";
+import { sideConnection, testDbPath } from "../../../helpers/pet-service.ts";
+import { petStoreConformance } from "./conformance.ts";
 
 petStoreConformance("SQLite", async () => {
   const db = await testDbPath();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AuthError } from "../../../../lib/api-key-format.js";
-import { parseBearer } from "../../../../gateway/auth/bearer.js";
+import { AuthError } from "../../../../lib/api-key-format.ts";
+import { parseBearer } from "../../../../gateway/auth/bearer.ts";
 
 const reasonOf = (header: string | undefined) => {
   try {

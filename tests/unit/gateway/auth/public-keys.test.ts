@@ -1,9 +1,9 @@
 import { rmSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { publicKeyPath } from "../../../../lib/api-key-format.js";
-import { watchPublicKeys } from "../../../../gateway/auth/public-keys.js";
-import { ensureKeyPair, rotateKeyPair } from "../../../../keys/key-pairs.js";
-import { useTempKeysDir } from "../../../helpers/keys.js";
+import { publicKeyPath } from "../../../../lib/api-key-format.ts";
+import { watchPublicKeys } from "../../../../gateway/auth/public-keys.ts";
+import { ensureKeyPair, rotateKeyPair } from "../../../../keys/key-pairs.ts";
+import { useTempKeysDir } from "../../../helpers/keys.ts";
 
 const keysDir = useTempKeysDir();
 

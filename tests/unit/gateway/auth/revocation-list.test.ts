@@ -1,9 +1,9 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { revokedFilePath } from "../../../../lib/api-key-format.js";
-import { watchRevocations, type WatchedRevocations } from "../../../../gateway/auth/revocation-list.js";
-import { addRevocation } from "../../../../keys/registry.js";
-import { useTempKeysDir } from "../../../helpers/keys.js";
+import { revokedFilePath } from "../../../../lib/api-key-format.ts";
+import { watchRevocations, type WatchedRevocations } from "../../../../gateway/auth/revocation-list.ts";
+import { addRevocation } from "../../../../keys/registry.ts";
+import { useTempKeysDir } from "../../../helpers/keys.ts";
 
 const keysDir = useTempKeysDir();
 let list: WatchedRevocations | undefined;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { policyName, rateLimitHeaders } from "../../../../gateway/limiter/headers.js";
-import type { BanPolicy, Decision, WindowLimit } from "../../../../gateway/limiter/limiter.js";
-import { createMemoryStore } from "../../../../gateway/limiter/memory-store.js";
-import { windowsFor, windowsForLimits } from "../../../../gateway/limiter/plans.js";
+import { policyName, rateLimitHeaders } from "../../../../gateway/limiter/headers.ts";
+import type { BanPolicy, Decision, WindowLimit } from "../../../../gateway/limiter/limiter.ts";
+import { createMemoryStore } from "../../../../gateway/limiter/memory-store.ts";
+import { windowsFor, windowsForLimits } from "../../../../gateway/limiter/plans.ts";
 
 const T0 = Date.UTC(2030, 0, 1);
 const T0S = T0 / 1000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describePetsDb } from "../../../../pet-service/store/open-store.js";
+import { describePetsDb } from "../../../../pet-service/store/open-store.ts";
 
 describe("PETS_DB as logs and messages show it", () => {
   it("masks the password of a postgres:// URL", () => {

@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import type * as protoLoader from "@grpc/proto-loader";
 import { withGeneratedCodecs } from "../proto/generated-codecs.ts";
 import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.ts";
-import { cpuSince, fmt, median, today } from "./stats.ts";
+import { cpuSince, fmt, median, today } from "../testkit/stats.ts";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "7" }, ops: { type: "string", default: "20000" } } });
 const ROUNDS = Number(values.rounds);

@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import express from "express";
-import { petsJson } from "../gateway/pet-mapping.ts";
+import { petsJson } from "../gateway/http/pet-mapping.ts";
 import { loadPetStorePackage } from "../proto/load.ts";
 import type { ListPetsResponse } from "../proto/types.ts";
 import { encodeRequest, methodPath } from "./grpc-frame.ts";

@@ -1,9 +1,9 @@
 import { writeFileSync, readFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
-import { cpuMeter } from "./cpu.ts";
+import { cpuMeter } from "../testkit/cpu.ts";
 import { runTool } from "./processes.ts";
-import { cpuSince, percentile } from "./stats.ts";
+import { cpuSince, percentile } from "../testkit/stats.ts";
 
 /**
  * The load generators: wrk (HTTP/1.1, closed loop), h2load (gRPC over HTTP/2, closed loop) and an

@@ -17,9 +17,9 @@ import { createLogger } from "../lib/logger.ts";
 import { loadPetStorePackage } from "../proto/load.ts";
 import type { ListPetsRequest, ListPetsResponse } from "../proto/types.ts";
 import { createServer } from "../pet-service/server.ts";
-import { all, closeDatabase, exec, openDatabase } from "../pet-service/store/sqlite-calls.ts";
-import { SqlitePetStore } from "../pet-service/store/sqlite-pet-store.ts";
-import { cpuSince, fmt, median, timePerCall, today } from "./stats.ts";
+import { all, closeDatabase, exec, openDatabase } from "../pet-service/store/sqlite/calls.ts";
+import { SqlitePetStore } from "../pet-service/store/sqlite/store.ts";
+import { cpuSince, fmt, median, timePerCall, today } from "../testkit/stats.ts";
 
 const { values } = parseArgs({
   options: { pets: { type: "string", default: "100000" }, rounds: { type: "string", default: "7" }, calls: { type: "string", default: "500" } },

@@ -18,8 +18,8 @@ import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
 import { BATCHED_DESTINATION } from "../lib/logger.ts";
 import { petServiceHandlers } from "../pet-service/handlers.ts";
-import { SqlitePetStore } from "../pet-service/store/sqlite-pet-store.ts";
-import { cpuSince, fmt, median, today } from "./stats.ts";
+import { SqlitePetStore } from "../pet-service/store/sqlite/store.ts";
+import { cpuSince, fmt, median, today } from "../testkit/stats.ts";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "10" }, calls: { type: "string", default: "1500" } } });
 const ROUNDS = Number(values.rounds);

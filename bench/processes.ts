@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { childrenCpuMicros } from "./cpu.ts";
+import { childrenCpuMicros } from "../testkit/cpu.ts";
 
 /** Processes the benchmarks start: Node services (logs to a file) and load tools (output captured). */
 

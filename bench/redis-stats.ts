@@ -1,9 +1,9 @@
 import { Redis } from "ioredis";
 import { createRedisStore } from "../gateway/limiter/redis-store.ts";
-import { windowsFor } from "../gateway/limiter/plans.ts";
+import { windowsFor } from "../gateway/quota/plans.ts";
 import { PRESENCE_KEY, redisKey, subjectForKey } from "../lib/redis-keys.ts";
 import type { HttpTarget } from "./load.ts";
-import { median } from "./stats.ts";
+import { median } from "../testkit/stats.ts";
 
 /** Redis figures of the benchmark: commands per request (INFO commandstats, MONITOR) and limiter memory per key. */
 

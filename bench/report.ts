@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Run } from "./load.ts";
 import { ROOT } from "./processes.ts";
-import { fmt, median, ms } from "./stats.ts";
+import { fmt, median, ms } from "../testkit/stats.ts";
 
 /** The benchmark's markdown: one table row per scenario (medians over rounds), and README's Benchmarks section. */
 

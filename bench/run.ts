@@ -32,14 +32,14 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { ensureKeyPair, issueKey } from "../keys/index.ts";
-import { startRedis, type PrivateRedis } from "../tests/helpers/redis-server.ts";
+import { startRedis, type PrivateRedis } from "../testkit/redis-server.ts";
 import { openLoop, type Run } from "./load.ts";
 import { log, stopAll } from "./processes.ts";
 import { commandDelta, commandStats, commandsPerRequest, limiterMemory, summarizeCounts, type CommandCounts } from "./redis-stats.ts";
 import { machine, summarize, writeReadmeSection, type Summary } from "./report.ts";
 import { benchReport } from "./targets.ts";
 import { buildScenarios, type Scenario } from "./scenarios.ts";
-import { fmt, ms, today } from "./stats.ts";
+import { fmt, ms, today } from "../testkit/stats.ts";
 
 const { values: flags } = parseArgs({
   options: {

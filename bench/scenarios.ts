@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { createTestDatabase } from "../tests/helpers/postgres.ts";
-import type { PrivateRedis } from "../tests/helpers/redis-server.ts";
+import { createTestDatabase } from "../testkit/postgres.ts";
+import type { PrivateRedis } from "../testkit/redis-server.ts";
 import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.ts";
 import { h2load, wrk, type HttpTarget, type Run } from "./load.ts";
 import { log } from "./processes.ts";

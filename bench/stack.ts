@@ -3,8 +3,8 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import { checkHealth } from "../tests/helpers/pet-service.ts";
-import { freePort } from "../tests/helpers/net.ts";
+import { checkHealth } from "../testkit/pet-service.ts";
+import { freePort } from "../testkit/net.ts";
 import { methodPath, type PetMethod } from "./grpc-frame.ts";
 import { ROOT, spawnNode, spawnProcess, waitFor, type Proc } from "./processes.ts";
 

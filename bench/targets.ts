@@ -1,6 +1,6 @@
 import type { CommandCounts, MemoryReport } from "./redis-stats.ts";
 import { ok, TABLE_HEADER, tableRow, type Summary } from "./report.ts";
-import { fmt, ms } from "./stats.ts";
+import { fmt, ms } from "../testkit/stats.ts";
 
 /** The benchmark's report: the table, the targets of the CPU issue with ✅/❌, Redis figures and notes. */
 

@@ -3,21 +3,21 @@ import express, { type Request, type Response } from "express";
 import type { Logger } from "../lib/logger.ts";
 import type { ApiKey } from "../lib/api-key-format.ts";
 import type { KeyVerifier } from "./auth/jwt-verifier.ts";
-import { deprecationHeaders, type Deprecation } from "./deprecation.ts";
-import { docsRouter } from "./docs.ts";
-import { ApiError } from "./errors.ts";
-import { errorHandler, sendError } from "./error-handler.ts";
-import { guard } from "./guard.ts";
+import { deprecationHeaders, type Deprecation } from "./http/deprecation.ts";
+import { docsRouter } from "./ops/docs.ts";
+import { ApiError } from "./http/errors.ts";
+import { errorHandler, sendError } from "./http/error-handler.ts";
+import { guard } from "./quota/guard.ts";
 import type { Clock, LimiterStore, WindowLimit } from "./limiter/limiter.ts";
-import type { PetClient } from "./pet-client.ts";
-import { observeRequests } from "./access-log.ts";
-import type { GatewayMetrics } from "./metrics.ts";
-import { opsRouter } from "./ops-routes.ts";
-import { requestContext } from "./request-context.ts";
-import { ROUTES, type Route } from "./routes.ts";
-import { servedBy, upstreamProxy, type Upstream } from "./upstreams.ts";
+import type { PetClient } from "./pet-client/pet-client.ts";
+import { observeRequests } from "./ops/access-log.ts";
+import type { GatewayMetrics } from "./ops/metrics.ts";
+import { opsRouter } from "./ops/routes.ts";
+import { requestContext } from "./http/request-context.ts";
+import { ROUTES, type Route } from "./http/routes.ts";
+import { servedBy, upstreamProxy, type Upstream } from "./upstreams/upstreams.ts";
 
-const OPENAPI_JSON = readFileSync(new URL("./openapi.json", import.meta.url), "utf8");
+const OPENAPI_JSON = readFileSync(new URL("./http/openapi.json", import.meta.url), "utf8");
 
 /** Each route's path template as a regular expression over the raw (undecoded) path. */
 const ROUTE_PATTERNS = ROUTES.map((route) => ({

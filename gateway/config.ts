@@ -1,9 +1,10 @@
 import express from "express";
 import { z } from "zod";
 import { decimalText, integer, parseEnv, port } from "../lib/config.ts";
+import { defaultKeysDir } from "../lib/keys-dir.ts";
 import { redisUrl } from "../lib/redis-client.ts";
-import { GRPC_TARGET_FORMS, isGrpcTarget } from "./grpc-target.ts";
-import type { Upstream } from "./upstreams.ts";
+import { GRPC_TARGET_FORMS, isGrpcTarget } from "./pet-client/grpc-target.ts";
+import type { Upstream } from "./upstreams/upstreams.ts";
 
 const positiveInt = (fallback: number, what: string) => integer(fallback, what, 1);
 
@@ -39,7 +40,7 @@ export const GATEWAY_ENV = z.object({
     .default("127.0.0.1:50051"),
   PET_SERVICE_TIMEOUT_MS: positiveInt(2000, "a positive number of milliseconds"),
   REDIS_URL: redisUrl.optional(),
-  KEYS_DIR: z.string().default("keys"),
+  KEYS_DIR: z.string().default(defaultKeysDir),
   BAN_AFTER: positiveInt(20, "a positive integer"),
   BAN_SECONDS: positiveInt(900, "a positive number of seconds"),
   TRUST_PROXY: trustProxy,

@@ -2,17 +2,17 @@ import http from "node:http";
 import type express from "express";
 import type { Logger } from "../lib/logger.ts";
 import { createApp, type AppDeps } from "./app.ts";
-import { clientErrorHandler } from "./error-handler.ts";
+import { clientErrorHandler } from "./http/error-handler.ts";
 import { createKeyVerifier } from "./auth/jwt-verifier.ts";
 import { watchRevocations } from "./auth/revocation-list.ts";
 import { upstreamsOf, type GatewayConfig } from "./config.ts";
 import { createLimiter } from "./limiter/create-limiter.ts";
 import type { Outage } from "./limiter/fallback-store.ts";
 import type { Clock, LimiterStore } from "./limiter/limiter.ts";
-import { ANONYMOUS_WINDOWS } from "./limiter/plans.ts";
-import { createGatewayMetrics, type GatewayMetrics } from "./metrics.ts";
-import { createPetClient, PET_SERVICE_CHANNEL_OPTIONS } from "./pet-client.ts";
-import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./readiness.ts";
+import { ANONYMOUS_WINDOWS } from "./quota/plans.ts";
+import { createGatewayMetrics, type GatewayMetrics } from "./ops/metrics.ts";
+import { createPetClient, PET_SERVICE_CHANNEL_OPTIONS } from "./pet-client/pet-client.ts";
+import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./ops/readiness.ts";
 
 export interface GatewayOptions {
   clock: Clock;

@@ -1,14 +1,17 @@
 import type { ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { runMain } from "../lib/config.ts";
+import { legacyKeysDirNotice } from "../lib/keys-dir.ts";
 import { createLogger } from "../lib/logger.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { createGateway, createHttpServer } from "./gateway.ts";
-import { createGatewayMetrics } from "./metrics.ts";
+import { createGatewayMetrics } from "./ops/metrics.ts";
 
 await runMain(async () => {
   const config = loadGatewayConfig();
   const logger = createLogger("gateway");
+  const legacyKeysDir = legacyKeysDirNotice(config.KEYS_DIR);
+  if (legacyKeysDir) logger.warn(legacyKeysDir);
   const gateway = await createGateway(config, { clock: Date.now, logger, metrics: createGatewayMetrics({ defaultMetrics: true }) });
   const { app } = gateway;
 

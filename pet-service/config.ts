@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { integer, parseEnv, port } from "../lib/config.ts";
-import { DEFAULT_POOL_SIZE } from "./store/postgres-pet-store.ts";
+import { DEFAULT_POOL_SIZE } from "./store/postgres/store.ts";
 import { isOtherUrl } from "./store/pets-db-url.ts";
 
 /** The pet service's variables (exported so tests/unit/deploy checks the manifests against it). */

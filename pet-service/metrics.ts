@@ -38,7 +38,7 @@ export type SqliteQuery = (typeof SQLITE_QUERIES)[number];
 export const POSTGRES_QUERIES = ["insert_pet", "insert_pet_once", "find_idempotency_key", "get_pet", "list_pets", "list_pets_by_status", "ping"] as const;
 export type PostgresQuery = (typeof POSTGRES_QUERIES)[number];
 
-/** The gateway's buckets (gateway/metrics.ts), so the two processes' latencies compare directly. */
+/** The gateway's buckets (gateway/ops/metrics.ts), so the two processes' latencies compare directly. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 /** `defaultMetrics` (process CPU, memory, event loop lag, GC…): main only, once per process. */

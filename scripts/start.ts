@@ -7,12 +7,15 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createKeyVerifier } from "../gateway/auth/jwt-verifier.ts";
 import { watchRevocations } from "../gateway/auth/revocation-list.ts";
-import { DOCS_PATH } from "../gateway/docs.ts";
+import { DOCS_PATH } from "../gateway/ops/docs.ts";
 import { ensureKeyPair, issueKey } from "../keys/index.ts";
+import { defaultKeysDir, legacyKeysDirNotice } from "../lib/keys-dir.ts";
 import { isPostgresUrl } from "../pet-service/store/pets-db-url.ts";
 
 const env = { ...process.env };
-const keysDir = env.KEYS_DIR || "keys";
+const keysDir = env.KEYS_DIR || defaultKeysDir();
+const legacyNotice = legacyKeysDirNotice(keysDir, env);
+if (legacyNotice) process.stderr.write(`${legacyNotice}\n`);
 const gatewayPort = Number(env.GATEWAY_PORT || 8080);
 // The gateway finds the pet service wherever this run put it.
 env.PET_SERVICE_ADDR ||= `127.0.0.1:${env.PET_SERVICE_PORT || 50051}`;

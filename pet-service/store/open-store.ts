@@ -3,10 +3,10 @@ import { withoutPasswords } from "../../lib/redact-url.ts";
 import { isPostgresUrl } from "./pets-db-url.ts";
 import type { PetServiceMetrics } from "../metrics.ts";
 import type { PetStore } from "./pet-store.ts";
-import { PostgresPetStore } from "./postgres-pet-store.ts";
-import { postgresTransferSource, postgresTransferTarget } from "./postgres-transfer.ts";
-import { SqlitePetStore } from "./sqlite-pet-store.ts";
-import { sqliteTransferSource, sqliteTransferTarget } from "./sqlite-transfer.ts";
+import { PostgresPetStore } from "./postgres/store.ts";
+import { postgresTransferSource, postgresTransferTarget } from "./postgres/transfer.ts";
+import { SqlitePetStore } from "./sqlite/store.ts";
+import { sqliteTransferSource, sqliteTransferTarget } from "./sqlite/transfer.ts";
 import type { TransferSource, TransferTarget } from "./transfer.ts";
 
 /** PETS_DB for logs and messages: a URL's password (before the @ or as ?password=) is replaced by `***`. */

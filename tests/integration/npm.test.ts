@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { tokenPayload, useTempKeysDir } from "../helpers/keys.ts";
+import { tokenPayload, useTempKeysDir } from "../../testkit/keys.ts";
 
 // npm as a user runs it from the repository: it reports its own errors, and `-s` leaves a
 // command's output alone on stdout (the project sets no loglevel of its own).

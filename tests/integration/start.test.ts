@@ -4,8 +4,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { freePort } from "../helpers/net.ts";
-import { parseExposition } from "../helpers/promql.ts";
+import { freePort } from "../../testkit/net.ts";
+import { parseExposition } from "../../testkit/promql.ts";
 
 // `npm start` as a new user runs it: both processes, a demo key, a curl line that works, Ctrl-C.
 const ROOT = path.resolve(import.meta.dirname, "../..");

@@ -8,12 +8,12 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { subjectForKey, subjectSlot } from "../../../lib/redis-keys.ts";
 import type { Limiter } from "../../../gateway/limiter/create-limiter.ts";
-import { tokenPayload } from "../../helpers/keys.ts";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
-import { startRedisCluster, type PrivateCluster } from "../../helpers/redis-cluster.ts";
-import type { PrivateRedis } from "../../helpers/redis-server.ts";
-import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
-import { until } from "../../helpers/until.ts";
+import { tokenPayload } from "../../../testkit/keys.ts";
+import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
+import { startRedisCluster, type PrivateCluster } from "../../../testkit/redis-cluster.ts";
+import type { PrivateRedis } from "../../../testkit/redis-server.ts";
+import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { until } from "../../../testkit/until.ts";
 
 const LIMIT = 10;
 let pets: RunningPetService;

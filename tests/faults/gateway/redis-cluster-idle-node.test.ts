@@ -8,12 +8,12 @@ import calculateSlot from "cluster-key-slot";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { PRESENCE_KEY, subjectForKey, subjectSlot } from "../../../lib/redis-keys.ts";
 import type { Limiter } from "../../../gateway/limiter/create-limiter.ts";
-import { tokenPayload } from "../../helpers/keys.ts";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
-import { startRedisCluster, type PrivateCluster } from "../../helpers/redis-cluster.ts";
-import { withRedisClient } from "../../helpers/redis-server.ts";
-import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
-import { until } from "../../helpers/until.ts";
+import { tokenPayload } from "../../../testkit/keys.ts";
+import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
+import { startRedisCluster, type PrivateCluster } from "../../../testkit/redis-cluster.ts";
+import { withRedisClient } from "../../../testkit/redis-server.ts";
+import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { until } from "../../../testkit/until.ts";
 
 let pets: RunningPetService;
 let keys: TestKeys;

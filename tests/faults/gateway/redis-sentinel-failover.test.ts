@@ -9,11 +9,11 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisKey, subjectForKey } from "../../../lib/redis-keys.ts";
 import type { Limiter } from "../../../gateway/limiter/create-limiter.ts";
-import { tokenPayload } from "../../helpers/keys.ts";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
-import { startRedisSentinel, type PrivateSentinel } from "../../helpers/redis-sentinel.ts";
-import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
-import { until } from "../../helpers/until.ts";
+import { tokenPayload } from "../../../testkit/keys.ts";
+import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
+import { startRedisSentinel, type PrivateSentinel } from "../../../testkit/redis-sentinel.ts";
+import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { until } from "../../../testkit/until.ts";
 
 let pets: RunningPetService;
 let keys: TestKeys;

@@ -6,10 +6,10 @@
  * times) are printed for README's Reliability table.
  */
 import { beforeAll, expect, it } from "vitest";
-import { cpuMicros } from "../../../bench/cpu.ts";
-import { percentile } from "../../../bench/stats.ts";
-import { useGatewayProcess, type GatewayProcess } from "../../helpers/gateway-process.ts";
-import { slowClient, type SlowClient } from "../../helpers/slow-client.ts";
+import { cpuMicros } from "../../../testkit/cpu.ts";
+import { percentile } from "../../../testkit/stats.ts";
+import { useGatewayProcess, type GatewayProcess } from "../../../testkit/gateway-process.ts";
+import { slowClient, type SlowClient } from "../../../testkit/slow-client.ts";
 
 const SLOW = 2_000;
 const HEADERS_TIMEOUT_MS = 6_000;

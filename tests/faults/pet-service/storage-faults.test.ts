@@ -8,11 +8,11 @@
 import { closeSync, openSync, rmSync, statfsSync, writeSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
-import { mountLoopExt4, mountRefusal, mountTmpfs, type Mounted } from "../../helpers/mounts.ts";
-import { freePort } from "../../helpers/net.ts";
-import { metricValue } from "../../helpers/promql.ts";
-import { checkHealth, spawnPetService } from "../../helpers/pet-service.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { mountLoopExt4, mountRefusal, mountTmpfs, type Mounted } from "../../../testkit/mounts.ts";
+import { freePort } from "../../../testkit/net.ts";
+import { metricValue } from "../../../testkit/promql.ts";
+import { checkHealth, spawnPetService } from "../../../testkit/pet-service.ts";
 
 const refusal = await mountRefusal();
 if (refusal) {

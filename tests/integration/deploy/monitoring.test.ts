@@ -4,11 +4,11 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
-import { createTestKeys, type TestKeys } from "../../helpers/gateway.ts";
-import { spawnGateway, type GatewayProcess } from "../../helpers/gateway-process.ts";
-import { spawnPetService, type SpawnedPetService } from "../../helpers/pet-service.ts";
-import { matches, parseExposition, promqlRefs, type Sample } from "../../helpers/promql.ts";
-import { startRedis, type PrivateRedis } from "../../helpers/redis-server.ts";
+import { createTestKeys, type TestKeys } from "../../../testkit/gateway.ts";
+import { spawnGateway, type GatewayProcess } from "../../../testkit/gateway-process.ts";
+import { spawnPetService, type SpawnedPetService } from "../../../testkit/pet-service.ts";
+import { matches, parseExposition, promqlRefs, type Sample } from "../../../testkit/promql.ts";
+import { startRedis, type PrivateRedis } from "../../../testkit/redis-server.ts";
 
 // deploy/monitoring as an operator loads it: promtool accepts and unit-tests the alert rules, and
 // every metric, label and label value the dashboard and the rules select exists on the real

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { checkHealth, spawnPetService, type SpawnedPetService } from "../../helpers/pet-service.ts";
-import { createTestDatabase, type TestDatabase } from "../../helpers/postgres.ts";
-import { startTcpProxy, viaProxy, type TcpProxy } from "../../helpers/tcp-proxy.ts";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
-import { until } from "../../helpers/until.ts";
+import { checkHealth, spawnPetService, type SpawnedPetService } from "../../../testkit/pet-service.ts";
+import { createTestDatabase, type TestDatabase } from "../../../testkit/postgres.ts";
+import { startTcpProxy, viaProxy, type TcpProxy } from "../../../testkit/tcp-proxy.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { until } from "../../../testkit/until.ts";
 
 // The pet service on PostgreSQL reaches its database through a relay the test cuts: for the
 // pet service, PostgreSQL is down (connections reset, new ones refused), while the machine's

@@ -3,9 +3,9 @@ import os from "node:os";
 import path from "node:path";
 import sqlite3 from "sqlite3";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { freePort } from "../../helpers/net.ts";
-import { spawnPetService, type SpawnedPetService } from "../../helpers/pet-service.ts";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { freePort } from "../../../testkit/net.ts";
+import { spawnPetService, type SpawnedPetService } from "../../../testkit/pet-service.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
 
 // The pet service is SIGKILLed under 16 concurrent creates through the gateway, then restarted
 // on the same port and database. Every create that got 201 must survive, no id may be reused,

@@ -1,9 +1,9 @@
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnGateway, type GatewayProcess } from "../../helpers/gateway-process.ts";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
-import { rawRequest, type RawResponse } from "../../helpers/raw-http.ts";
+import { spawnGateway, type GatewayProcess } from "../../../testkit/gateway-process.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
+import { rawRequest, type RawResponse } from "../../../testkit/raw-http.ts";
 
 // A hostile-input corpus through a real gateway (real HTTP, gRPC and SQLite): every request gets a
 // 4xx Error body that reveals nothing of the implementation, and the gateway keeps serving.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { recordingFetch } from "../../helpers/openapi-validator.ts";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
-import { createTestKeys, fakeClock, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { recordingFetch } from "../../../testkit/openapi-validator.ts";
+import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
+import { createTestKeys, fakeClock, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
 
 // HTTP → gRPC → SQLite through real sockets: the public API as a client sees it.
 let pets: RunningPetService;
@@ -16,7 +16,7 @@ beforeAll(async () => {
   keys = await createTestKeys();
   key = keys.issue({ plan: "business" });
   gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir, clock: clock.clock });
-  // Every response below is also checked against gateway/openapi.json (status, headers, body).
+  // Every response below is also checked against gateway/http/openapi.json (status, headers, body).
   recorder = recordingFetch(gateway.url);
   vi.stubGlobal("fetch", recorder.fetch);
 });

@@ -1,9 +1,9 @@
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { IDEMPOTENCY_TTL_MS } from "../../../pet-service/idempotency.ts";
-import { recordingFetch } from "../../helpers/openapi-validator.ts";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { recordingFetch } from "../../../testkit/openapi-validator.ts";
+import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
 
 // Idempotency-Key on POST /v1/pets, HTTP → gRPC → SQLite through real sockets. The pet
 // service's clock is injected, so keys age without sleeping.
@@ -19,7 +19,7 @@ beforeAll(async () => {
   keys = await createTestKeys();
   key = keys.issue({ plan: "business" });
   gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir });
-  // Every response below is also checked against gateway/openapi.json (status, headers, body).
+  // Every response below is also checked against gateway/http/openapi.json (status, headers, body).
   recorder = recordingFetch(gateway.url);
   vi.stubGlobal("fetch", recorder.fetch);
 });

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Pet as ProtoPet, PetStatusName } from "../../../proto/types.ts";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
-import { recordingFetch } from "../../helpers/openapi-validator.ts";
-import { petClient, startPetService, type PetClient, type RunningPetService } from "../../helpers/pet-service.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { recordingFetch } from "../../../testkit/openapi-validator.ts";
+import { petClient, startPetService, type PetClient, type RunningPetService } from "../../../testkit/pet-service.ts";
 
 /** Paging through GET /v1/pets as a client does: follow Link rel="next" until there is none (HTTP → gRPC → SQLite). */
 

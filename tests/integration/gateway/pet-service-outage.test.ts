@@ -2,10 +2,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { freePort } from "../../helpers/net.ts";
-import { spawnPetService, type SpawnedPetService } from "../../helpers/pet-service.ts";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
-import { metricValue } from "../../helpers/promql.ts";
+import { freePort } from "../../../testkit/net.ts";
+import { spawnPetService, type SpawnedPetService } from "../../../testkit/pet-service.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { metricValue } from "../../../testkit/promql.ts";
 
 let dir: string;
 let keys: TestKeys;

@@ -3,9 +3,9 @@ import { cp, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMemoryStore } from "../../../gateway/limiter/memory-store.ts";
-import { startPetService, type RunningPetService } from "../../helpers/pet-service.ts";
-import { startRedis, type PrivateRedis } from "../../helpers/redis-server.ts";
-import { createTestKeys, fakeClock, redisLimiter, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
+import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
+import { startRedis, type PrivateRedis } from "../../../testkit/redis-server.ts";
+import { createTestKeys, fakeClock, redisLimiter, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
 
 // Plans, quotas, bans and headers as a client sees them through the gateway, with real Redis.
 let pets: RunningPetService;
@@ -255,7 +255,7 @@ describe("revocation", () => {
   const revoke = (keyOrId: string, env: Record<string, string>) =>
     new Promise<void>((resolve, reject) => {
       const { REDIS_URL: _never, ...inherited } = process.env;
-      execFile(process.execPath, ["keys/cli.ts", "revoke", keyOrId], { cwd: ROOT, env: { ...inherited, ...env } }, (err) =>
+      execFile(process.execPath, ["tools/keys.ts", "revoke", keyOrId], { cwd: ROOT, env: { ...inherited, ...env } }, (err) =>
         err ? reject(err) : resolve(),
       );
     });

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { spawnPetService, type SpawnedPetService } from "../../helpers/pet-service.ts";
-import { createTestDatabase, type TestDatabase } from "../../helpers/postgres.ts";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../helpers/gateway.ts";
-import { metricValue } from "../../helpers/promql.ts";
+import { spawnPetService, type SpawnedPetService } from "../../../testkit/pet-service.ts";
+import { createTestDatabase, type TestDatabase } from "../../../testkit/postgres.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { metricValue } from "../../../testkit/promql.ts";
 
 // Two pet-service replicas on one PostgreSQL database behind one gateway (PET_SERVICE_ADDR an
 // ipv4: list, balanced round robin). Eight clients create pets, half with an Idempotency-Key and

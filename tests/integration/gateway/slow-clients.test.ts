@@ -6,8 +6,8 @@
  * (2,000 slow connections at once: tests/faults/gateway/slow-clients.test.ts.)
  */
 import { beforeAll, expect, it } from "vitest";
-import { useGatewayProcess, type GatewayProcess } from "../../helpers/gateway-process.ts";
-import { slowClient } from "../../helpers/slow-client.ts";
+import { useGatewayProcess, type GatewayProcess } from "../../../testkit/gateway-process.ts";
+import { slowClient } from "../../../testkit/slow-client.ts";
 
 const HEADERS_TIMEOUT_MS = 2_000;
 const REQUEST_TIMEOUT_MS = 3_000;

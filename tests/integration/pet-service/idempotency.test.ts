@@ -3,9 +3,9 @@ import sqlite3 from "sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorInfoOf, fieldViolationsOf } from "../../../lib/grpc-status-details.ts";
 import { IDEMPOTENCY_TTL_MS } from "../../../pet-service/idempotency.ts";
-import { EXPIRED_KEYS_PER_CREATE } from "../../../pet-service/store/sqlite-idempotency.ts";
+import { EXPIRED_KEYS_PER_CREATE } from "../../../pet-service/store/sqlite/idempotency.ts";
 import type { CreatePetRequest, CreatePetResponse } from "../../../proto/types.ts";
-import { petClient, rejection, startPetService, testDbPath, type PetClient, type RunningPetService } from "../../helpers/pet-service.ts";
+import { petClient, rejection, startPetService, testDbPath, type PetClient, type RunningPetService } from "../../../testkit/pet-service.ts";
 
 // CreatePet with a request_id over real gRPC and a real SQLite file; time moves on an injected clock.
 const clock = { now: Date.UTC(2030, 0, 1) };

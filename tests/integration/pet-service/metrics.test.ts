@@ -12,7 +12,7 @@ import {
   startPetService,
   type PetClient,
   type SpawnedPetService,
-} from "../../helpers/pet-service.ts";
+} from "../../../testkit/pet-service.ts";
 
 interface Sample {
   name: string;

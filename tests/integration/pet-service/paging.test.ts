@@ -2,7 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fieldViolationsOf } from "../../../pet-service/grpc-errors.ts";
 import type { ListPetsRequest, Pet, PetStatusName } from "../../../proto/types.ts";
-import { freshService, petClient, rejection, startPetService, testDbPath, type PetClient } from "../../helpers/pet-service.ts";
+import { freshService, petClient, rejection, startPetService, testDbPath, type PetClient } from "../../../testkit/pet-service.ts";
 
 /** ListPets paging (AIP-158) over real gRPC and a real SQLite file. */
 

@@ -5,7 +5,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { fieldViolationsOf } from "../../../pet-service/grpc-errors.ts";
 import type { CreatePetRequest, Pet, PetStatusName } from "../../../proto/types.ts";
-import { checkHealth, freshService, HealthClient, rejection, sideConnection, startPetService } from "../../helpers/pet-service.ts";
+import { checkHealth, freshService, HealthClient, rejection, sideConnection, startPetService } from "../../../testkit/pet-service.ts";
 
 const unknownStatus = (n: number) => n as unknown as PetStatusName;
 

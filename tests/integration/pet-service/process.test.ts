@@ -3,7 +3,7 @@ import net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Pet } from "../../../proto/types.ts";
-import { freePort } from "../../helpers/net.ts";
+import { freePort } from "../../../testkit/net.ts";
 import {
   checkHealth,
   petClient,
@@ -14,7 +14,7 @@ import {
   testDbPath,
   type PetClient,
   type SpawnedPetService,
-} from "../../helpers/pet-service.ts";
+} from "../../../testkit/pet-service.ts";
 
 /** Processes, clients and databases a test opened; each test's leftovers are removed after it. */
 const running: SpawnedPetService[] = [];

@@ -8,7 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { errorInfoOf, retryDelayOf } from "../../../lib/grpc-status-details.ts";
 import { createPetServiceMetrics } from "../../../pet-service/metrics.ts";
-import { petClient, rejection, sideConnection, startPetService, type PetClient, type RunningPetService } from "../../helpers/pet-service.ts";
+import { petClient, rejection, sideConnection, startPetService, type PetClient, type RunningPetService } from "../../../testkit/pet-service.ts";
 
 const metrics = createPetServiceMetrics();
 let service: RunningPetService;

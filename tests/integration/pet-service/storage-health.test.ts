@@ -10,10 +10,10 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { createLogger } from "../../../lib/logger.ts";
 import { PET_SERVICE_NAME } from "../../../proto/load.ts";
 import { createServer, type PetServer } from "../../../pet-service/server.ts";
-import { PostgresPetStore } from "../../../pet-service/store/postgres-pet-store.ts";
-import { checkHealth, HealthClient, petClient, rejection, type PetClient } from "../../helpers/pet-service.ts";
-import { createTestDatabase, type TestDatabase } from "../../helpers/postgres.ts";
-import { startTcpProxy, viaProxy } from "../../helpers/tcp-proxy.ts";
+import { PostgresPetStore } from "../../../pet-service/store/postgres/store.ts";
+import { checkHealth, HealthClient, petClient, rejection, type PetClient } from "../../../testkit/pet-service.ts";
+import { createTestDatabase, type TestDatabase } from "../../../testkit/postgres.ts";
+import { startTcpProxy, viaProxy } from "../../../testkit/tcp-proxy.ts";
 
 let db: TestDatabase;
 let store: PostgresPetStore;

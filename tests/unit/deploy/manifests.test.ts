@@ -16,8 +16,9 @@ import { HealthImplementation, type ServingStatus } from "grpc-health-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, parseAllDocuments } from "yaml";
 import { KEY_ID_PATTERN, privateKeyDir, publicKeyPath, revokedFilePath } from "../../../lib/api-key-format.ts";
+import { DEFAULT_KEYS_DIR } from "../../../lib/keys-dir.ts";
 import { GATEWAY_ENV } from "../../../gateway/config.ts";
-import { DOCS_PATH } from "../../../gateway/docs.ts";
+import { DOCS_PATH } from "../../../gateway/ops/docs.ts";
 import { parseRedisUrl } from "../../../lib/redis-client.ts";
 import { isPostgresUrl } from "../../../pet-service/store/pets-db-url.ts";
 import { PET_SERVICE_NAME } from "../../../proto/load.ts";
@@ -758,8 +759,8 @@ const composeChecks: Record<string, Check<Compose>> = {
       const keysDir = env.KEYS_DIR ?? "";
       const mounts = (s.volumes ?? []).filter((v): v is Exclude<typeof v, string> => typeof v === "object");
       const keys = mounts.find((v) => v.target === keysDir);
-      if (keys?.type !== "bind" || keys.read_only !== true || path.resolve(DEPLOY, keys.source ?? "") !== path.join(ROOT, "keys")) {
-        problems.push(`${name}: KEYS_DIR ${keysDir} must be the repository's keys/ directory, read-only`);
+      if (keys?.type !== "bind" || keys.read_only !== true || path.resolve(DEPLOY, keys.source ?? "") !== path.join(ROOT, DEFAULT_KEYS_DIR)) {
+        problems.push(`${name}: KEYS_DIR ${keysDir} must be the operator's ${DEFAULT_KEYS_DIR}/ directory (the keys tooling's default), read-only`);
       }
       if (!mounts.some((v) => v.type === "tmpfs" && v.target === privateKeyDir(keysDir))) problems.push(`${name}: the signing keys (${privateKeyDir(keysDir)}) must be masked`);
       const grace = Number(/^(\d+)s$/.exec(s.stop_grace_period ?? "")?.[1]) * 1000;
@@ -924,7 +925,7 @@ describe("what the checks compare against", () => {
 
   it("the probed endpoints exist in the code", () => {
     // HTTP paths the gateway registers (ops routes live outside /v1).
-    const gatewayText = readdirSync(path.join(ROOT, "gateway"))
+    const gatewayText = readdirSync(path.join(ROOT, "gateway"), { recursive: true, encoding: "utf8" })
       .filter((f) => f.endsWith(".ts"))
       .map((f) => read(`gateway/${f}`))
       .join("\n");

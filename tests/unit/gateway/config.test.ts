@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { loadGatewayConfig } from "../../../gateway/config.ts";
+import { defaultKeysDir } from "../../../lib/keys-dir.ts";
 
 describe("gateway configuration", () => {
   it("has the documented defaults", () => {
     expect(loadGatewayConfig({})).toMatchObject({
       GATEWAY_PORT: 8080,
       PET_SERVICE_ADDR: "127.0.0.1:50051",
-      KEYS_DIR: "keys",
+      KEYS_DIR: defaultKeysDir(),
       BAN_AFTER: 20,
       BAN_SECONDS: 900,
       TRUST_PROXY: false,

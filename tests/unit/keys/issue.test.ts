@@ -4,7 +4,7 @@ import { UsageError } from "../../../keys/errors.ts";
 import { issueKey, validateIssueOptions, type IssueOptions } from "../../../keys/issue.ts";
 import { ensureKeyPair } from "../../../keys/key-pairs.ts";
 import { readIssued } from "../../../keys/registry.ts";
-import { tokenPayload, useTempKeysDir } from "../../helpers/keys.ts";
+import { tokenPayload, useTempKeysDir } from "../../../testkit/keys.ts";
 
 const keysDir = useTempKeysDir();
 const NOW = Date.UTC(2030, 5, 1, 12);

@@ -12,7 +12,7 @@ import {
   retireKeyPair,
   rotateKeyPair,
 } from "../../../keys/key-pairs.ts";
-import { useTempKeysDir } from "../../helpers/keys.ts";
+import { useTempKeysDir } from "../../../testkit/keys.ts";
 
 const keysDir = useTempKeysDir();
 const mode = (file: string) => statSync(file).mode & 0o777;

@@ -3,7 +3,7 @@ import { issueKey } from "../../../keys/issue.ts";
 import { ensureKeyPair } from "../../../keys/key-pairs.ts";
 import { formatKeyTable, formatTable, listKeys } from "../../../keys/list.ts";
 import { addRevocation } from "../../../keys/registry.ts";
-import { tokenPayload, useTempKeysDir } from "../../helpers/keys.ts";
+import { tokenPayload, useTempKeysDir } from "../../../testkit/keys.ts";
 
 const keysDir = useTempKeysDir();
 const NOW = Date.UTC(2030, 0, 1);

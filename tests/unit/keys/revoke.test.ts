@@ -7,8 +7,8 @@ import { issueKey } from "../../../keys/issue.ts";
 import { ensureKeyPair, loadSigningKey, retireKeyPair, rotateKeyPair } from "../../../keys/key-pairs.ts";
 import { addRevocation } from "../../../keys/registry.ts";
 import { revokeKey } from "../../../keys/revoke.ts";
-import { freePort } from "../../helpers/net.ts";
-import { craftToken, tokenPayload, useRevocationRedis, useTempKeysDir } from "../../helpers/keys.ts";
+import { freePort } from "../../../testkit/net.ts";
+import { craftToken, tokenPayload, useRevocationRedis, useTempKeysDir } from "../../../testkit/keys.ts";
 
 const keysDir = useTempKeysDir();
 const NOW = Date.UTC(2030, 0, 1);

@@ -7,8 +7,8 @@ import pino from "pino";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startPresence, type Presence } from "../../../../gateway/limiter/presence.ts";
 import { createRedisClient, whenReady } from "../../../../lib/redis-client.ts";
-import { startRedis, type PrivateRedis } from "../../../helpers/redis-server.ts";
-import { until } from "../../../helpers/until.ts";
+import { startRedis, type PrivateRedis } from "../../../../testkit/redis-server.ts";
+import { until } from "../../../../testkit/until.ts";
 
 let server: PrivateRedis;
 const silent = pino({ level: "silent" });

@@ -14,12 +14,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { createFallbackStore, type FallbackStore } from "../../../../gateway/limiter/fallback-store.ts";
 import type { Decision, LimiterStore, WindowLimit } from "../../../../gateway/limiter/limiter.ts";
 import { createMemoryStore } from "../../../../gateway/limiter/memory-store.ts";
-import { windowsForLimits } from "../../../../gateway/limiter/plans.ts";
+import { windowsForLimits } from "../../../../gateway/quota/plans.ts";
 import { createRedisClient, isRedisReady, parseRedisUrl } from "../../../../lib/redis-client.ts";
 import { createRedisStore } from "../../../../gateway/limiter/redis-store.ts";
 import { redisKey } from "../../../../lib/redis-keys.ts";
-import { freePort } from "../../../helpers/net.ts";
-import { startRedis, type PrivateRedis } from "../../../helpers/redis-server.ts";
+import { freePort } from "../../../../testkit/net.ts";
+import { startRedis, type PrivateRedis } from "../../../../testkit/redis-server.ts";
 
 const BAN = { after: 1000, seconds: 900 };
 const SEC = 1000;

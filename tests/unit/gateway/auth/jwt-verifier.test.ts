@@ -8,7 +8,7 @@ import { watchRevocations, type RevocationList } from "../../../../gateway/auth/
 import { issueKey, type IssueOptions } from "../../../../keys/issue.ts";
 import { ensureKeyPair, loadSigningKey, retireKeyPair, rotateKeyPair } from "../../../../keys/key-pairs.ts";
 import { addRevocation } from "../../../../keys/registry.ts";
-import { craftToken, tokenPayload, useTempKeysDir } from "../../../helpers/keys.ts";
+import { craftToken, tokenPayload, useTempKeysDir } from "../../../../testkit/keys.ts";
 
 const keysDir = useTempKeysDir();
 const T0 = Date.UTC(2030, 0, 1);

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { publicKeyPath } from "../../../../lib/api-key-format.ts";
 import { watchPublicKeys } from "../../../../gateway/auth/public-keys.ts";
 import { ensureKeyPair, rotateKeyPair } from "../../../../keys/key-pairs.ts";
-import { useTempKeysDir } from "../../../helpers/keys.ts";
+import { useTempKeysDir } from "../../../../testkit/keys.ts";
 
 const keysDir = useTempKeysDir();
 

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { revokedFilePath } from "../../../../lib/api-key-format.ts";
 import { watchRevocations, type WatchedRevocations } from "../../../../gateway/auth/revocation-list.ts";
 import { addRevocation } from "../../../../keys/registry.ts";
-import { useTempKeysDir } from "../../../helpers/keys.ts";
+import { useTempKeysDir } from "../../../../testkit/keys.ts";
 
 const keysDir = useTempKeysDir();
 let list: WatchedRevocations | undefined;

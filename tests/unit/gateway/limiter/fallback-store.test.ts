@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { createFallbackStore } from "../../../../gateway/limiter/fallback-store.ts";
 import type { Decision, LimiterStore, WindowLimit } from "../../../../gateway/limiter/limiter.ts";
 import { createMemoryStore } from "../../../../gateway/limiter/memory-store.ts";
-import { windowsForLimits } from "../../../../gateway/limiter/plans.ts";
+import { windowsForLimits } from "../../../../gateway/quota/plans.ts";
 
 const BAN = { after: 1000, seconds: 900 };
 const T0 = Date.UTC(2030, 0, 1);

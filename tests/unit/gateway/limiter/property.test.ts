@@ -8,9 +8,9 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BanPolicy, Decision, LimiterStore, WindowLimit } from "../../../../gateway/limiter/limiter.ts";
 import { createMemoryStore } from "../../../../gateway/limiter/memory-store.ts";
-import { windowsForLimits } from "../../../../gateway/limiter/plans.ts";
+import { windowsForLimits } from "../../../../gateway/quota/plans.ts";
 import { createRedisStore } from "../../../../gateway/limiter/redis-store.ts";
-import { startRedis, type PrivateRedis } from "../../../helpers/redis-server.ts";
+import { startRedis, type PrivateRedis } from "../../../../testkit/redis-server.ts";
 
 const T0 = Date.UTC(2030, 0, 1, 7, 13, 21, 517); // deliberately off every bucket boundary
 

@@ -1,0 +1,56 @@
+import type { RequestHandler } from "express";
+import type { Logger } from "../../lib/logger.ts";
+import type { GatewayMetrics } from "./metrics.ts";
+import { getOrCreate } from "../../lib/get-or-create.ts";
+
+interface Series {
+  count: { inc(): void };
+  duration: { observe(seconds: number): void };
+}
+
+/** Status recorded for a response that never completed: the client left (or the answer was cut); nginx's convention. */
+const NOT_COMPLETED = 499;
+
+/**
+ * One log line and one metrics observation per request, those that never completed included. Labelled by the route template
+ * (never the raw path) so metrics keep a bounded number of series; never logs credentials.
+ */
+export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger }): RequestHandler {
+  // Label children made once per (route, method, status), not looked up by label object per request.
+  // Bounded: route templates, the methods Node's parser accepts, status codes.
+  const series = new Map<string, Series>();
+  const seriesFor = (route: string, method: string, status: number): Series =>
+    getOrCreate(series, `${route} ${method} ${status}`, () => {
+      const labels = { route, method, status: String(status) };
+      return { count: deps.metrics.httpRequests.labels(labels), duration: deps.metrics.httpDuration.labels(labels) };
+    });
+
+  return (req, res, next) => {
+    const start = performance.now();
+    // "close" comes for every response, finished or not ("finish" never comes for one the client left).
+    res.once("close", () => {
+      const seconds = (performance.now() - start) / 1000;
+      // The v1 router labels its requests up front (req.baseUrl is gone by now).
+      const route: string = res.locals.route ?? (req.route ? (req.route.path as string) : "unmatched");
+      const status = res.writableFinished ? res.statusCode : NOT_COMPLETED;
+      const observed = seriesFor(route, req.method, status);
+      observed.count.inc();
+      observed.duration.observe(seconds);
+      // The log record is built only when it will be written (LOG_LEVEL may be above info).
+      if (!deps.logger.isLevelEnabled("info")) return;
+      deps.logger.info(
+        {
+          requestId: res.locals.requestId,
+          method: req.method,
+          route,
+          url: req.originalUrl,
+          status,
+          ms: Math.round(seconds * 1e5) / 100,
+          keyId: res.locals.apiKey?.keyId,
+        },
+        "request",
+      );
+    });
+    next();
+  };
+}

@@ -1,0 +1,82 @@
+import type { RequestHandler } from "express";
+import { subjectForAddress, subjectForKey } from "../../lib/redis-keys.ts";
+import { AuthError, type ApiKey } from "../../lib/api-key-format.ts";
+import type { KeyVerifier } from "../auth/jwt-verifier.ts";
+import { parseBearer } from "../auth/bearer.ts";
+import { ApiError } from "../http/errors.ts";
+import { rateLimitHeaders } from "./headers.ts";
+import type { LimiterStore, WindowLimit } from "../limiter/limiter.ts";
+import { windowsFor } from "./plans.ts";
+import type { GatewayMetrics } from "../ops/metrics.ts";
+import { getOrCreate } from "../../lib/get-or-create.ts";
+
+/** Redis unreachable and this replica may admit nothing of the limit (see fallback-store.ts). */
+const LIMITER_UNAVAILABLE = new ApiError(
+  "service_unavailable",
+  "Rate limiting is temporarily unavailable for this key; retry after the time in Retry-After.",
+);
+
+const INVALID_TOKEN_CHALLENGE = `Bearer realm="pet-store", error="invalid_token"`;
+/** A request with no credentials at all gets the challenge without an error code (RFC 6750 §3.1). */
+const NO_TOKEN_CHALLENGE = `Bearer realm="pet-store"`;
+
+export interface GuardDeps {
+  verifier: KeyVerifier;
+  limiter: LimiterStore;
+  /** Limits of requests without a valid key, per client address (slows key guessing). */
+  anonymousWindows: readonly WindowLimit[];
+  metrics: GatewayMetrics;
+}
+
+/**
+ * Auth and quota for every /v1 request, in one place so every response (errors included)
+ * carries the rate-limit headers: the key is verified, the request is counted against the key
+ * (or, without a valid key, against the client address), then refused or let through.
+ */
+export function guard(deps: GuardDeps): RequestHandler {
+  // Per verified key (the verifier hands out one frozen object per cached token): its windows,
+  // computed once instead of on every request.
+  const windowsByKey = new WeakMap<ApiKey, readonly WindowLimit[]>();
+  const windowsOf = (apiKey: ApiKey): readonly WindowLimit[] => getOrCreate(windowsByKey, apiKey, () => windowsFor(apiKey));
+  const decisions = new Map<string, { inc(): void }>();
+  const countDecision = (outcome: string) =>
+    getOrCreate(decisions, outcome, () => deps.metrics.limiterDecisions.labels({ outcome })).inc();
+
+  return async (req, res, next) => {
+    let apiKey: ApiKey | undefined;
+    let authError: AuthError | undefined;
+    try {
+      apiKey = deps.verifier.verify(parseBearer(req.headers.authorization));
+    } catch (err) {
+      if (!(err instanceof AuthError)) throw err;
+      authError = err;
+    }
+    const decision = apiKey
+      ? await deps.limiter.hit(subjectForKey(apiKey.keyId), windowsOf(apiKey))
+      : await deps.limiter.hit(subjectForAddress(req.ip ?? "unknown"), deps.anonymousWindows);
+    const headers = rateLimitHeaders(decision);
+    for (const name in headers) res.setHeader(name, headers[name]!);
+    countDecision(decision.outcome);
+
+    switch (decision.outcome) {
+      case "revoked":
+        // A 401 like any other (RFC 6750 §3): revoked in Redis is still an invalid token.
+        res.set("WWW-Authenticate", INVALID_TOKEN_CHALLENGE);
+        throw new ApiError("unauthorized", "This API key has been revoked.");
+      case "banned":
+        throw new ApiError("api_key_banned");
+      case "limited":
+        throw new ApiError("rate_limited");
+      case "unavailable":
+        throw LIMITER_UNAVAILABLE;
+      case "admitted":
+        break;
+    }
+    if (authError) {
+      res.set("WWW-Authenticate", authError.reason === "missing" ? NO_TOKEN_CHALLENGE : INVALID_TOKEN_CHALLENGE);
+      throw new ApiError("unauthorized", authError.message);
+    }
+    res.locals.apiKey = apiKey;
+    next();
+  };
+}

@@ -1,0 +1,90 @@
+import type sqlite3 from "sqlite3";
+import { applyPending, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "../migrations.ts";
+import { all, exec, run } from "./calls.ts";
+
+/**
+ * The SQLite schema, version by version. Version 1 is the schema that databases made before
+ * versioned migrations already have, written with IF NOT EXISTS / OR IGNORE throughout: on such a
+ * database it changes nothing (or adds the tables an even older release lacked), so it doubles
+ * as the baseline. Later versions are plain statements, applied exactly once.
+ *
+ * AUTOINCREMENT: ids are never reused, even after the highest row is deleted. Idempotency keys
+ * sit beside the pets so a key and its pet are written in one transaction; `created_at` is in ms
+ * since the epoch, from the service's clock; `pet_id` is the pet created.
+ */
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "pets, page-token secret, idempotency keys",
+    sql: `
+      CREATE TABLE IF NOT EXISTS pets (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        name        TEXT    NOT NULL,
+        category_id INTEGER NOT NULL CHECK (category_id > 0),
+        status      TEXT    NOT NULL CHECK (status IN ('available', 'pending', 'sold'))
+      ) STRICT;
+      CREATE INDEX IF NOT EXISTS pets_by_status ON pets (status, id);
+      CREATE TABLE IF NOT EXISTS secrets (
+        name  TEXT PRIMARY KEY,
+        value BLOB NOT NULL
+      ) STRICT;
+      INSERT OR IGNORE INTO secrets (name, value) VALUES ('page_token', randomblob(32));
+      CREATE TABLE IF NOT EXISTS idempotency_keys (
+        request_id   TEXT    PRIMARY KEY,
+        request_hash TEXT    NOT NULL,
+        pet_id       INTEGER NOT NULL REFERENCES pets (id),
+        created_at   INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys (created_at);
+    `,
+  },
+];
+
+const PET_COLUMNS = ["id", "name", "category_id", "status"];
+
+/**
+ * Brings the database to the latest version in one write transaction (BEGIN IMMEDIATE: a second
+ * process opening the file waits for it). A database without `schema_migrations` but with a
+ * `pets` table of ours was made before versioned migrations: it is baselined at version 1, its
+ * rows, ids and page-token secret untouched. Throws when the file is newer than the code, or holds
+ * a `pets` table that is not ours.
+ */
+export async function migrateSqlite(db: sqlite3.Database, migrations = SQLITE_MIGRATIONS): Promise<SchemaReport> {
+  await run(db, "BEGIN IMMEDIATE");
+  try {
+    const tables = new Set(
+      (await all<{ name: string }>(db, "SELECT name FROM sqlite_schema WHERE type = 'table'")).map((t) => t.name),
+    );
+    const baselined = !tables.has(SCHEMA_MIGRATIONS_TABLE) && tables.has("pets");
+    if (baselined) {
+      const columns = (await all<{ name: string }>(db, "SELECT name FROM pragma_table_info('pets') ORDER BY cid")).map((c) => c.name);
+      if (columns.join() !== PET_COLUMNS.join()) {
+        throw new Error(`the database has a pets table with columns (${columns.join(", ")}) that this pet service did not create`);
+      }
+    }
+    await exec(
+      db,
+      `CREATE TABLE IF NOT EXISTS ${SCHEMA_MIGRATIONS_TABLE} (
+         version    INTEGER PRIMARY KEY,
+         name       TEXT    NOT NULL,
+         applied_at TEXT    NOT NULL,
+         baseline   INTEGER NOT NULL DEFAULT 0
+       ) STRICT;`,
+    );
+    const [row] = await all<{ version: number | null }>(db, `SELECT max(version) AS version FROM ${SCHEMA_MIGRATIONS_TABLE}`);
+    const applied = await applyPending(migrations, row?.version ?? 0, async (migration) => {
+      await exec(db, migration.sql);
+      await run(db, `INSERT INTO ${SCHEMA_MIGRATIONS_TABLE} (version, name, applied_at, baseline) VALUES (?, ?, ?, ?)`, [
+        migration.version,
+        migration.name,
+        new Date().toISOString(),
+        baselined && migration.version === 1 ? 1 : 0,
+      ]);
+    });
+    await run(db, "COMMIT");
+    return { version: migrations.length, applied, baselined };
+  } catch (err) {
+    await run(db, "ROLLBACK").catch(() => {});
+    throw err;
+  }
+}

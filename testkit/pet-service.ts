@@ -1,0 +1,261 @@
+import type { ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import sqlite3 from "sqlite3";
+import { service as healthService } from "grpc-health-check";
+import { createLogger } from "../lib/logger.ts";
+import { loadPetStorePackage } from "../proto/load.ts";
+import type { CreatePetRequest, ListPetsRequest, ListPetsResponse, Pet } from "../proto/types.ts";
+import type { PetServiceMetrics } from "../pet-service/metrics.ts";
+import { createServer } from "../pet-service/server.ts";
+import { SqlitePetStore } from "../pet-service/store/sqlite/store.ts";
+import { afterAll, beforeAll } from "vitest";
+import { launchTsx, type Exit, type Launched } from "./process.ts";
+
+const START_TIMEOUT_MS = 15_000;
+const STOP_TIMEOUT_MS = 12_000;
+
+export interface RunningPetService {
+  /** "127.0.0.1:PORT" */
+  address: string;
+  port: number;
+  /** PETS_DB: the SQLite file, or the PostgreSQL URL it was given. */
+  dbPath: string;
+  stop(): Promise<void>;
+}
+
+export interface SpawnedPetService extends RunningPetService {
+  child: ChildProcess;
+  /** The HTTP port of /metrics and /healthz when METRICS_PORT was set (METRICS_PORT=0 picks a free one). */
+  metricsPort?: number;
+  /** Sends the signal (SIGTERM by default), waits for the exit; the exit code, null when killed by a signal. */
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+}
+
+/** A SQLite path in a fresh directory under os.tmpdir(), or the given one (then never removed). */
+export async function testDbPath(dbPath?: string): Promise<{ dbPath: string; remove(): Promise<void> }> {
+  if (dbPath) return { dbPath, remove: async () => {} };
+  const dir = await mkdtemp(path.join(os.tmpdir(), "pet-service-test-"));
+  return { dbPath: path.join(dir, "pets.sqlite"), remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * The pet service in this process (createServer on a free loopback port, a real SQLite file);
+ * `metrics` (createPetServiceMetrics()) is handed to the store and the server, as main does;
+ * `clock` ages idempotency keys (tests move it instead of sleeping).
+ */
+export async function startPetService(
+  opts: { dbPath?: string; metrics?: PetServiceMetrics; clock?: () => number } = {},
+): Promise<RunningPetService> {
+  const db = await testDbPath(opts.dbPath);
+  const { metrics, clock } = opts;
+  const store = await SqlitePetStore.open(db.dbPath, { metrics });
+  const pet = createServer({ store, metrics, clock, logger: createLogger("pet-service", process.env.LOG_LEVEL ?? "silent") });
+  const port = await pet.listen("127.0.0.1", 0);
+  return {
+    address: `127.0.0.1:${port}`,
+    port,
+    dbPath: db.dbPath,
+    async stop() {
+      await pet.shutdown();
+      await store.close();
+      await db.remove();
+    },
+  };
+}
+
+/**
+ * The pet service as a real process, ready once grpc.health.v1 says SERVING: `node
+ * pet-service/main.ts`, one process, so a SIGKILL hits the server itself.
+ */
+export async function spawnPetService(
+  opts: { dbPath?: string; port?: number; env?: Record<string, string> } = {},
+): Promise<SpawnedPetService> {
+  // PETS_DB: the given SQLite file or PostgreSQL URL (the caller's, never removed), or a fresh temporary SQLite file.
+  const db = await testDbPath(opts.dbPath);
+  const launched = launch({ PET_SERVICE_PORT: String(opts.port ?? 0), PETS_DB: db.dbPath, ...opts.env });
+  const { child, output, exited } = launched;
+  const kill = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return (await exited).code;
+  };
+  try {
+    const { port, metricsPort } = await listeningLine(launched);
+    const address = `127.0.0.1:${port}`;
+    await waitUntilServing(address, launched);
+    return {
+      child,
+      address,
+      port,
+      ...(metricsPort !== undefined && { metricsPort }),
+      dbPath: db.dbPath,
+      kill,
+      output,
+      async stop() {
+        const forced = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+        await kill("SIGTERM");
+        clearTimeout(forced);
+        await db.remove();
+      },
+    };
+  } catch (err) {
+    await kill("SIGKILL");
+    await db.remove();
+    throw err;
+  }
+}
+
+/**
+ * Runs the pet service until it exits by itself (start-up failures): its exit code and output.
+ * PETS_DB defaults to a temporary file, so a run never touches the repository's data/.
+ */
+export async function runPetServiceToExit(env: Record<string, string>): Promise<Exit> {
+  const db = await testDbPath();
+  const { child, exited } = launch({ PETS_DB: db.dbPath, ...env });
+  const forced = setTimeout(() => child.kill("SIGKILL"), START_TIMEOUT_MS);
+  const result = await exited;
+  clearTimeout(forced);
+  await db.remove();
+  return result;
+}
+
+function launch(env: Record<string, string>): Launched {
+  // The listening line (info) is how the helper learns the port.
+  return launchTsx("pet-service/main.ts", { PET_SERVICE_HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
+}
+
+/** The ports from the "pet-service listening" log line (PET_SERVICE_PORT=0 / METRICS_PORT=0 pick free ones). */
+function listeningLine({ child, output, exited }: Launched): Promise<{ port: number; metricsPort?: number }> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`pet-service did not listen in time:\n${output()}`)), START_TIMEOUT_MS);
+    const onData = () => {
+      const line = output()
+        .split("\n")
+        .slice(0, -1) // complete lines only
+        .find((l) => l.includes('"pet-service listening"'));
+      if (!line) return;
+      clearTimeout(timer);
+      child.stdout!.off("data", onData);
+      resolve(JSON.parse(line) as { port: number; metricsPort?: number });
+    };
+    child.stdout!.on("data", onData);
+    void exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`pet-service exited with code ${code} before listening:\n${output()}`));
+    });
+  });
+}
+
+async function waitUntilServing(address: string, { child, output }: Launched): Promise<void> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (child.exitCode === null && Date.now() < deadline) {
+    if ((await checkHealth(address).catch(() => undefined)) === "SERVING") return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`pet-service at ${address} did not report SERVING:\n${output()}`);
+}
+
+/** A grpc.health.v1.Health client constructor (Check, Watch, List). */
+export const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
+
+/** grpc.health.v1.Health/Check: "SERVING", "NOT_SERVING", …; rejects with the gRPC error (NOT_FOUND for unknown services). */
+export async function checkHealth(address: string, service = "", opts: CallOpts = { timeoutMs: 2_000 }): Promise<string> {
+  const client = new HealthClient(address, grpc.credentials.createInsecure());
+  try {
+    return (await unary<{ status: string }>(client, "Check", { service }, opts)).status;
+  } finally {
+    client.close();
+  }
+}
+
+type ServiceClient = InstanceType<grpc.ServiceClientConstructor>;
+
+export interface CallOpts {
+  metadata?: grpc.Metadata;
+  timeoutMs?: number;
+}
+
+/** A PetService client from proto/load.ts with promise helpers; errors are grpc.ServiceError. */
+export type PetClient = ServiceClient & {
+  create(request: CreatePetRequest, opts?: CallOpts): Promise<Pet>;
+  list(request?: ListPetsRequest, opts?: CallOpts): Promise<Pet[]>;
+  /** ListPets with its next_page_token. */
+  page(request?: ListPetsRequest, opts?: CallOpts): Promise<ListPetsResponse>;
+  /** `id` undefined sends a request with the field unset. */
+  get(id: string | undefined, opts?: CallOpts): Promise<Pet>;
+};
+
+export function petClient(address: string): PetClient {
+  const { PetService } = loadPetStorePackage();
+  const client = new PetService(address, grpc.credentials.createInsecure());
+  return Object.assign(client, {
+    create: async (request: CreatePetRequest, opts?: CallOpts) =>
+      (await unary<{ pet: Pet }>(client, "CreatePet", request, opts)).pet,
+    list: async (request: ListPetsRequest = {}, opts?: CallOpts) =>
+      (await unary<{ pets: Pet[] }>(client, "ListPets", request, opts)).pets,
+    page: (request: ListPetsRequest = {}, opts?: CallOpts) => unary<ListPetsResponse>(client, "ListPets", request, opts),
+    get: async (id: string | undefined, opts?: CallOpts) => (await unary<{ pet: Pet }>(client, "GetPet", { id }, opts)).pet,
+  });
+}
+
+function unary<Res>(
+  client: ServiceClient,
+  method: string,
+  request: unknown,
+  { metadata = new grpc.Metadata(), timeoutMs = 5_000 }: CallOpts = {},
+): Promise<Res> {
+  return new Promise((resolve, reject) =>
+    client[method]!.call(
+      client,
+      request,
+      metadata,
+      { deadline: Date.now() + timeoutMs },
+      (err: grpc.ServiceError | null, res: Res) => (err ? reject(err) : resolve(res)),
+    ),
+  );
+}
+
+/** A second, independent connection to a pet-service database, for tests that reach around the API. */
+export async function sideConnection(
+  dbPath: string,
+): Promise<{ exec(sql: string): Promise<void>; all<T>(sql: string, params?: unknown[]): Promise<T[]>; close(): Promise<void> }> {
+  const db = await new Promise<sqlite3.Database>((resolve, reject) => {
+    const opened: sqlite3.Database = new sqlite3.Database(dbPath, (err) => (err ? reject(err) : resolve(opened)));
+  });
+  db.configure("busyTimeout", 5_000);
+  return {
+    exec: (sql) => new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve()))),
+    all: <T>(sql: string, params: unknown[] = []) =>
+      new Promise<T[]>((resolve, reject) => db.all<T>(sql, params, (err, rows) => (err ? reject(err) : resolve(rows)))),
+    close: () => new Promise((resolve, reject) => db.close((err) => (err ? reject(err) : resolve()))),
+  };
+}
+
+/** The gRPC error a call failed with (fails the test when the call succeeds). */
+export async function rejection(promise: Promise<unknown>): Promise<grpc.ServiceError> {
+  const outcome = await promise.then(
+    (value) => ({ value }),
+    (error: grpc.ServiceError) => ({ error }),
+  );
+  if (!("error" in outcome)) throw new Error(`expected the call to fail, got ${JSON.stringify(outcome.value)}`);
+  return outcome.error;
+}
+
+/** One fresh service (own SQLite file) and a client for the enclosing describe block, so counts and orders are its own. */
+export function freshService(): { service: () => RunningPetService; client: () => PetClient } {
+  let service: RunningPetService;
+  let client: PetClient;
+  beforeAll(async () => {
+    service = await startPetService();
+    client = petClient(service.address);
+  });
+  afterAll(async () => {
+    client?.close();
+    await service?.stop();
+  });
+  return { service: () => service, client: () => client };
+}

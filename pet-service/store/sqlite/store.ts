@@ -3,9 +3,10 @@ import path from "node:path";
 import type sqlite3 from "sqlite3";
 import type { PetServiceMetrics, SqliteQuery } from "../../metrics.ts";
 import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, type NewPet, type Pet, type PetRow, type PetStore } from "../pet-store.ts";
-import { all, closeDatabase, exec, openDatabase, prepare, run } from "./calls.ts";
+import { all, closeDatabase, exec, openDatabase, prepare } from "./calls.ts";
 import type { SchemaReport } from "../migrations.ts";
 import { toStorageError } from "./faults.ts";
+import { GroupCommit, type CommitStats } from "./group-commit.ts";
 import { createOnceInTransaction, IDEMPOTENCY_STATEMENTS, type IdempotencyStatements } from "./idempotency.ts";
 import { migrateSqlite } from "./migrations.ts";
 
@@ -19,9 +20,6 @@ const PRAGMAS = `
   PRAGMA journal_mode = WAL;
   PRAGMA synchronous = FULL;
 `;
-
-/** Creates committed together in one transaction, at most (bounds a transaction's length). */
-export const MAX_WRITES_PER_COMMIT = 256;
 
 /**
  * sqlite3 hands INTEGER columns to JS as numbers (rounded above 2^53) and binds BigInt as NULL,
@@ -75,54 +73,26 @@ interface SqliteParts {
   statements: Statements;
   idempotency: IdempotencyStatements;
   timers: Partial<Record<QueryKey, Observer>>;
-  batchSizes: Observer | undefined;
+  commits: GroupCommit;
   pageTokenSecret: Buffer;
   schema: SchemaReport;
 }
 
-/** A create waiting for the next group commit. */
-interface PendingWrite {
-  /** Its statements, run inside the batch's transaction (in a savepoint of its own). */
-  work(): Promise<unknown>;
-  resolve(value: unknown): void;
-  reject(err: unknown): void;
-}
-
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-
-/** Group-commit counters, for tests and operators. */
-export interface CommitStats {
-  /** Transactions committed. */
-  commits: number;
-  /** Creates acknowledged after those commits (replays and refused keys included). */
-  writes: number;
-}
-
 /**
- * Pets in one SQLite file, on two connections: one writer, and one reader for list/get.
- *
- * Group commit: creates queue up and are committed together: when the writer is free it takes
- * every queued create (up to MAX_WRITES_PER_COMMIT), opens one transaction (BEGIN IMMEDIATE), runs
- * each create in a savepoint of its own, COMMITs once (one fsync for all of them), and only then
- * acknowledges each. A create that fails is rolled back to its savepoint and rejected alone; the
- * others commit. Nothing is acknowledged before its COMMIT has returned, so every acknowledged
- * create is durable, exactly as with one transaction per create. A lone create is committed at
- * once (no waiting for company); creates arriving while a commit is in progress form the next batch.
+ * Pets in one SQLite file, on two connections: one writer, and one reader for list/get. Creates
+ * are group-committed on the writer (group-commit.ts): each is acknowledged only after the COMMIT
+ * that made it durable.
  *
  * The reader connection sees committed (hence durable) data only: under WAL a reader never sees
  * another connection's open transaction, so list/get never show a pet whose commit may still fail.
  *
  * Storage faults (disk full, read-only or failing file system, lock timeout) reject with
- * StorageUnavailableError (sqlite-faults.ts); a failed batch stored nothing, and the next batch
+ * StorageUnavailableError (faults.ts); a failed batch stored nothing, and the next batch
  * tries again, so writes resume by themselves once the fault clears. Reads go on while they can
  * (a full disk or a read-only file system does not stop them).
  */
 export class SqlitePetStore implements PetStore {
   private closing: Promise<void> | undefined;
-  private readonly queue: PendingWrite[] = [];
-  /** The running flush (batches until the queue is empty), if any. */
-  private flushing: Promise<void> | undefined;
-  private readonly counters: CommitStats = { commits: 0, writes: 0 };
   /** Picks the next copy of a read statement, in turn. */
   private turn = 0;
 
@@ -134,7 +104,8 @@ export class SqlitePetStore implements PetStore {
   private readonly idempotency: IdempotencyStatements;
   /** Label children bound once at open, so timing a query costs no label lookup. */
   private readonly timers: Partial<Record<QueryKey, Observer>>;
-  private readonly batchSizes: Observer | undefined;
+  /** Creates queue here and are committed together (group-commit.ts). */
+  private readonly commits: GroupCommit;
   readonly pageTokenSecret: Buffer;
   readonly schema: SchemaReport;
 
@@ -145,14 +116,14 @@ export class SqlitePetStore implements PetStore {
     this.statements = parts.statements;
     this.idempotency = parts.idempotency;
     this.timers = parts.timers;
-    this.batchSizes = parts.batchSizes;
+    this.commits = parts.commits;
     this.pageTokenSecret = parts.pageTokenSecret;
     this.schema = parts.schema;
   }
 
   /**
    * Opens the database at `file`, creating the file and its directory when missing, and brings
-   * its schema to the latest version (sqlite-migrations.ts).
+   * its schema to the latest version (migrations.ts).
    */
   static async open(file: string, options: SqlitePetStoreOptions = {}): Promise<SqlitePetStore> {
     await mkdir(path.dirname(path.resolve(file)), { recursive: true });
@@ -184,7 +155,7 @@ export class SqlitePetStore implements PetStore {
         statements: Object.fromEntries(entries) as Statements,
         idempotency: Object.fromEntries(idempotency) as IdempotencyStatements,
         timers,
-        batchSizes: options.metrics?.sqliteWritesPerCommit,
+        commits: new GroupCommit(writer, path.dirname(path.resolve(file)), options.metrics?.sqliteWritesPerCommit),
         pageTokenSecret: secret!.value,
         schema,
       });
@@ -226,14 +197,14 @@ export class SqlitePetStore implements PetStore {
 
   /** Transactions committed and creates acknowledged so far. */
   commitStats(): CommitStats {
-    return { ...this.counters };
+    return this.commits.stats();
   }
 
   close(): Promise<void> {
     // Queued creates are committed first; finalizing queues behind each statement's pending
     // work, so in-flight reads complete; then both connections close.
     this.closing ??= Promise.resolve()
-      .then(() => this.flushing)
+      .then(() => this.commits.drain())
       .then(() =>
         Promise.all(
           [...Object.values(this.statements).flat(), ...Object.values(this.idempotency)].map(
@@ -246,93 +217,17 @@ export class SqlitePetStore implements PetStore {
     return this.closing;
   }
 
+  /** Queues a create for the next group commit; settles after that commit (or its failure). */
+  private enqueue<T>(work: () => Promise<T>): Promise<T> {
+    if (this.closing) return Promise.reject(new Error("pet store is closed"));
+    return this.commits.enqueue(work);
+  }
+
   private async insert(pet: NewPet): Promise<Pet> {
     // `all`, not `get`: it steps the statement to completion (`get` would leave it mid-way).
     // The batch's COMMIT makes it durable.
     const [row] = await this.query("insert", [pet.name, String(pet.categoryId), pet.status]);
     return petOfRow(row!);
-  }
-
-  /** Queues a create for the next group commit; settles after that commit (or its failure). */
-  private enqueue<T>(work: () => Promise<T>): Promise<T> {
-    if (this.closing) return Promise.reject(new Error("pet store is closed"));
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
-      // Started on the next turn of the event loop, so creates that arrived together share the batch.
-      this.flushing ??= new Promise<void>((started) => setImmediate(started)).then(() => this.flush());
-    });
-  }
-
-  private async flush(): Promise<void> {
-    try {
-      while (this.queue.length > 0) await this.commitBatch(this.queue.splice(0, MAX_WRITES_PER_COMMIT));
-    } finally {
-      this.flushing = undefined;
-    }
-  }
-
-  /** One transaction for `batch`: each write in a savepoint, one COMMIT, then every acknowledgement. */
-  private async commitBatch(batch: PendingWrite[]): Promise<void> {
-    const outcomes: Outcome[] = [];
-    /** Set when the transaction as a whole is lost: then nothing of the batch was committed. */
-    let lost: { error: unknown } | undefined;
-    try {
-      await run(this.writer, "BEGIN IMMEDIATE");
-    } catch (error) {
-      // Classified once for the batch (an I/O error probes the file system), not once per write.
-      const failure = toStorageError(error, this.dir);
-      for (const write of batch) write.reject(failure);
-      return;
-    }
-    for (const write of batch) {
-      try {
-        await run(this.writer, "SAVEPOINT pet_write");
-      } catch (error) {
-        lost = { error };
-        break;
-      }
-      try {
-        const value = await write.work();
-        await run(this.writer, "RELEASE pet_write");
-        outcomes.push({ ok: true, value });
-      } catch (error) {
-        outcomes.push({ ok: false, error });
-        try {
-          await run(this.writer, "ROLLBACK TO pet_write");
-          await run(this.writer, "RELEASE pet_write");
-        } catch {
-          // SQLite ended the whole transaction because of `error` (I/O error, disk full, …): no
-          // savepoint to go back to, and `error` is why every write of the batch failed.
-          lost = { error };
-          break;
-        }
-      }
-    }
-    if (!lost) {
-      try {
-        await run(this.writer, "COMMIT");
-      } catch (error) {
-        lost = { error };
-      }
-    }
-    if (lost) {
-      // A failed COMMIT may already have ended the transaction; then ROLLBACK fails too, harmlessly.
-      await run(this.writer, "ROLLBACK").catch(() => {});
-      const failure = toStorageError(lost.error, this.dir);
-      batch.forEach((write, i) => {
-        const outcome = outcomes[i];
-        write.reject(outcome && !outcome.ok ? outcome.error : failure);
-      });
-      return;
-    }
-    this.counters.commits += 1;
-    this.counters.writes += batch.length;
-    this.batchSizes?.observe(batch.length);
-    batch.forEach((write, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) write.resolve(outcome.value);
-      else write.reject(outcome.error);
-    });
   }
 
   /** Runs a prepared statement to completion; timed (failures included) when metrics are on. */

@@ -1,21 +1,22 @@
 import { readFileSync } from "node:fs";
 import express, { type Request, type Response } from "express";
 import type { Logger } from "../lib/logger.ts";
-import type { ApiKey } from "../lib/api-key-format.ts";
 import type { KeyVerifier } from "./auth/jwt-verifier.ts";
 import { deprecationHeaders, type Deprecation } from "./http/deprecation.ts";
 import { docsRouter } from "./ops/docs.ts";
 import { ApiError } from "./http/errors.ts";
 import { errorHandler, sendError } from "./http/error-handler.ts";
 import { guard } from "./quota/guard.ts";
-import type { Clock, LimiterStore, WindowLimit } from "./limiter/limiter.ts";
+import type { LimiterStore, WindowLimit } from "./limiter/limiter.ts";
 import type { PetClient } from "./pet-client/pet-client.ts";
 import { observeRequests } from "./ops/access-log.ts";
 import type { GatewayMetrics } from "./ops/metrics.ts";
 import { opsRouter } from "./ops/routes.ts";
+import { admittedKey } from "./http/locals.ts";
 import { requestContext } from "./http/request-context.ts";
 import { ROUTES, type Route } from "./http/routes.ts";
 import { servedBy, upstreamProxy, type Upstream } from "./upstreams/upstreams.ts";
+import type { Clock } from "../lib/clock.ts";
 
 const OPENAPI_JSON = readFileSync(new URL("./http/openapi.json", import.meta.url), "utf8");
 
@@ -124,7 +125,7 @@ function serve(route: Route, deps: AppDeps): express.RequestHandler {
       pets: deps.pets,
       clock: deps.clock,
       requestId: res.locals.requestId,
-      keyId: (res.locals.apiKey as ApiKey).keyId,
+      keyId: admittedKey(res.locals).keyId,
     });
     if (result.headers) for (const name in result.headers) res.setHeader(name, result.headers[name]!);
     sendJson(req, res, result.status, result.body);

@@ -6,20 +6,19 @@ import { clientErrorHandler } from "./http/error-handler.ts";
 import { createKeyVerifier } from "./auth/jwt-verifier.ts";
 import { watchRevocations } from "./auth/revocation-list.ts";
 import { upstreamsOf, type GatewayConfig } from "./config.ts";
-import { createLimiter } from "./limiter/create-limiter.ts";
-import type { Outage } from "./limiter/fallback-store.ts";
-import type { Clock, LimiterStore } from "./limiter/limiter.ts";
+import { createLimiter, type Limiter } from "./limiter/create-limiter.ts";
 import { ANONYMOUS_WINDOWS } from "./quota/plans.ts";
 import { createGatewayMetrics, type GatewayMetrics } from "./ops/metrics.ts";
 import { createPetClient, PET_SERVICE_CHANNEL_OPTIONS } from "./pet-client/pet-client.ts";
 import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./ops/readiness.ts";
+import type { Clock } from "../lib/clock.ts";
 
 export interface GatewayOptions {
   clock: Clock;
   logger: Logger;
   metrics?: GatewayMetrics;
-  /** Tests only: another limiter store than the one REDIS_URL selects. */
-  limiter?: LimiterStore;
+  /** Tests only: another limiter than the one REDIS_URL selects (a fake clock's, faster heartbeats). */
+  limiter?: Limiter;
   /** Tests only: replaces app dependencies after wiring. */
   overrides?: Partial<AppDeps>;
   /** How often KEYS_DIR/revoked.json is polled (default 1 s). */
@@ -68,13 +67,12 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
   let stopping = false;
   // A partial outage (one Cluster node failing over) keeps the gateway ready: its other subjects
   // are still limited in Redis and the failing node's from memory, with this replica's share.
-  const outage = "outage" in limiter ? (limiter.outage as () => Outage) : () => "none";
   const checks: ReadinessCheck[] = [
     async () => (stopping ? "shutting down" : undefined),
     petHealth,
-    async () => (outage() === "full" ? "redis unavailable (limiting from memory)" : undefined),
+    async () => (limiter.outage() === "full" ? "redis unavailable (limiting from memory)" : undefined),
   ];
-  if ("ready" in limiter && !(await (limiter.ready as (ms: number) => Promise<boolean>)(2000))) {
+  if (!(await limiter.ready(2000))) {
     // Without one heartbeat this replica cannot know its share of any limit: 503 until Redis answers.
     logger.warn("redis not reachable at start; answering 503 until it is (the number of gateway replicas is unknown)");
   }

@@ -6,13 +6,14 @@ import { createLogger } from "../lib/logger.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { createGateway, createHttpServer } from "./gateway.ts";
 import { createGatewayMetrics } from "./ops/metrics.ts";
+import { systemClock } from "../lib/clock.ts";
 
 await runMain(async () => {
   const config = loadGatewayConfig();
   const logger = createLogger("gateway");
   const legacyKeysDir = legacyKeysDirNotice(config.KEYS_DIR);
   if (legacyKeysDir) logger.warn(legacyKeysDir);
-  const gateway = await createGateway(config, { clock: Date.now, logger, metrics: createGatewayMetrics({ defaultMetrics: true }) });
+  const gateway = await createGateway(config, { clock: systemClock, logger, metrics: createGatewayMetrics({ defaultMetrics: true }) });
   const { app } = gateway;
 
   const server = createHttpServer(app, logger, config).listen(config.GATEWAY_PORT, config.GATEWAY_HOST, () => {

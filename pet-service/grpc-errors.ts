@@ -1,6 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
-import { IDEMPOTENCY_KEY_REUSED, PETSTORE_ERROR_DOMAIN, STORAGE_UNAVAILABLE, statusDetailsMetadata } from "../lib/grpc-status-details.ts";
-import type { FieldViolation } from "./rules.ts";
+import { IDEMPOTENCY_KEY_REUSED, PETSTORE_ERROR_DOMAIN, STORAGE_UNAVAILABLE, statusDetailsMetadata, type FieldViolation } from "../lib/grpc-status-details.ts";
 import type { StorageFault } from "./store/pet-store.ts";
 
 /**

@@ -9,7 +9,7 @@ import type {
   ListPetsResponse,
 } from "../proto/types.ts";
 import { internal, invalidArgument, notFound, RpcError, storageUnavailable } from "./grpc-errors.ts";
-import { createPet, type Clock } from "./idempotency.ts";
+import { createPet } from "./idempotency.ts";
 import type { PetServiceMetrics } from "./metrics.ts";
 import { createPageTokens } from "./page-token.ts";
 import { listPage } from "./paging.ts";
@@ -17,13 +17,15 @@ import { toProtoPet } from "./proto-mapping.ts";
 import { checkCreatePet, checkListQuery, checkPetId, namesNoPet, type Checked } from "./rules.ts";
 import { StorageUnavailableError, type PetStore } from "./store/pet-store.ts";
 import { getOrCreate } from "../lib/get-or-create.ts";
+import type { Clock } from "../lib/clock.ts";
+import { systemClock } from "../lib/clock.ts";
 
 export interface HandlerDeps {
   store: PetStore;
   logger: Logger;
   /** Counted and timed per call (storage faults by fault) when given. */
   metrics?: Pick<PetServiceMetrics, "grpcHandled" | "grpcDuration" | "storageFaults">;
-  /** Ages CreatePet's idempotency keys; Date.now unless a test moves time. */
+  /** Ages CreatePet's idempotency keys; the system clock unless a test moves time. */
   clock?: Clock;
 }
 
@@ -31,7 +33,7 @@ export interface HandlerDeps {
 const REQUEST_ID_MAX_LENGTH = 128;
 
 /** The PetService implementation, keyed by the proto's method names. */
-export function petServiceHandlers({ store, logger, metrics, clock = Date.now }: HandlerDeps): grpc.UntypedServiceImplementation {
+export function petServiceHandlers({ store, logger, metrics, clock = systemClock }: HandlerDeps): grpc.UntypedServiceImplementation {
   const pageTokens = createPageTokens(store.pageTokenSecret);
   const faultCounters = new Map<string, { inc(): void }>();
   const storageFault = metrics && ((fault: string) => getOrCreate(faultCounters, fault, () => metrics.storageFaults.labels(fault)).inc());

@@ -4,6 +4,7 @@ import { idempotencyKeyReused } from "./grpc-errors.ts";
 import { toProtoPet } from "./proto-mapping.ts";
 import type { CheckedCreate } from "./rules.ts";
 import type { NewPet, PetStore } from "./store/pet-store.ts";
+import type { Clock } from "../lib/clock.ts";
 
 /**
  * Idempotent CreatePet (CreatePetRequest.request_id, the HTTP Idempotency-Key): for 24 hours
@@ -11,9 +12,6 @@ import type { NewPet, PetStore } from "./store/pet-store.ts";
  * refuses any other request. The store makes check-and-create one transaction.
  */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-
-/** Milliseconds since the epoch; injected so tests move time instead of sleeping. */
-export type Clock = () => number;
 
 /**
  * The fingerprint of a create: sha256 of the request after the business rules normalised it

@@ -7,6 +7,8 @@ import {
 import type { PageTokens, TokenProblem } from "./page-token.ts";
 import { statusFromProto } from "./proto-mapping.ts";
 import type { ListQuery, NewPet, PetStatus } from "./store/pet-store.ts";
+import { INT64_MAX, isInt64 } from "../lib/int64.ts";
+import type { FieldViolation } from "../lib/grpc-status-details.ts";
 
 /**
  * Every business rule of the pet service. Field names are the proto field names (snake_case),
@@ -17,8 +19,6 @@ import type { ListQuery, NewPet, PetStatus } from "./store/pet-store.ts";
 /** Names are counted in Unicode code points, after trimming. */
 export const NAME_MAX_LENGTH = 100;
 export const LIST_LIMIT = { min: 1, max: 100, default: 20 } as const;
-export const INT64_MAX = 2n ** 63n - 1n;
-const INT64_MIN = -(2n ** 63n);
 /**
  * CreatePet's request_id (idempotency key): printable ASCII, as sf-strings allow. 320 leaves room
  * for the gateway's `<api key id>:` scope in front of a client's 255-character Idempotency-Key.
@@ -28,11 +28,6 @@ const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /** C0 and C1 control characters, DEL included: invisible, and they break logs and terminals. */
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/u;
-
-export interface FieldViolation {
-  field: string;
-  description: string;
-}
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; violations: FieldViolation[] };
 
@@ -112,7 +107,7 @@ function parseInt64(field: string, raw: unknown): bigint | FieldViolation {
   const text = String(raw);
   if (!/^-?\d+$/.test(text)) return violation(field, `${field} must be an integer`);
   const value = BigInt(text);
-  if (value < INT64_MIN || value > INT64_MAX) return violation(field, `${field} must be an int64`);
+  if (!isInt64(value)) return violation(field, `${field} must be an int64`);
   return value;
 }
 

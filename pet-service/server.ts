@@ -15,7 +15,7 @@ export interface PetServerDeps {
   logger: Logger;
   /** Optional: PetService calls are counted and timed by method and code (pet-service/metrics.ts). */
   metrics?: HandlerDeps["metrics"];
-  /** Ages CreatePet's idempotency keys (Date.now by default). */
+  /** Ages CreatePet's idempotency keys (the system clock by default). */
   clock?: HandlerDeps["clock"];
   /** How long shutdown() lets in-flight calls run before cancelling them. */
   shutdownGraceMs?: number;

@@ -11,6 +11,7 @@ import { DOCS_PATH } from "../gateway/ops/docs.ts";
 import { ensureKeyPair, issueKey } from "../keys/index.ts";
 import { defaultKeysDir, legacyKeysDirNotice } from "../lib/keys-dir.ts";
 import { isPostgresUrl } from "../pet-service/store/pets-db-url.ts";
+import { systemClock } from "../lib/clock.ts";
 
 const env = { ...process.env };
 const keysDir = env.KEYS_DIR || defaultKeysDir();
@@ -80,7 +81,7 @@ function stopAll(code: number): void {
 /** Reuses the saved demo key while it still verifies (not expired, revoked or retired). */
 function reuseOrIssueDemoKey(): string {
   const revocations = watchRevocations({ keysDir });
-  const verifier = createKeyVerifier({ keysDir, clock: Date.now, revocations });
+  const verifier = createKeyVerifier({ keysDir, clock: systemClock, revocations });
   try {
     const saved = readFileSync(demoKeyFile, "utf8").trim();
     verifier.verify(saved);

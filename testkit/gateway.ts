@@ -8,27 +8,9 @@ import type { AppDeps } from "../gateway/app.ts";
 import { loadGatewayConfig } from "../gateway/config.ts";
 import { createGateway, createHttpServer } from "../gateway/gateway.ts";
 import { createLimiter, type Limiter, type LimiterOptions } from "../gateway/limiter/create-limiter.ts";
-import type { Clock, LimiterStore } from "../gateway/limiter/limiter.ts";
 import { createGatewayMetrics, type GatewayMetrics } from "../gateway/ops/metrics.ts";
 import { ensureKeyPair, issueKey, type IssueOptions } from "../keys/index.ts";
-
-/** A clock tests move by hand; starts at real time so JWT iat/exp stay meaningful. */
-export interface FakeClock {
-  now: number;
-  advance(ms: number): void;
-  clock: Clock;
-}
-
-export function fakeClock(start = Date.now()): FakeClock {
-  const fake: FakeClock = {
-    now: start,
-    advance(ms) {
-      fake.now += ms;
-    },
-    clock: () => fake.now,
-  };
-  return fake;
-}
+import type { Clock } from "../lib/clock.ts";
 
 /** A temporary KEYS_DIR with a signing pair, and a helper to issue keys into it. */
 export interface TestKeys {
@@ -57,8 +39,8 @@ export interface GatewayOptions {
   petServiceAddr: string;
   keysDir: string;
   clock?: Clock;
-  /** A store, or a factory given the app's metrics (so Redis faults are counted where /metrics shows them). */
-  limiter?: LimiterStore | ((metrics: GatewayMetrics) => LimiterStore);
+  /** A limiter, or a factory given the app's metrics (so Redis faults are counted where /metrics shows them). */
+  limiter?: Limiter | ((metrics: GatewayMetrics) => Limiter);
   timeoutMs?: number;
   overrides?: Partial<AppDeps>;
 }
@@ -94,6 +76,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await gateway.close();
     },
   };
+}
+
+/** The in-memory limiter (no REDIS_URL) on `clock`, as startGateway's `limiter`. */
+export function memoryLimiter(opts: { clock: Clock; ban: LimiterOptions["ban"] }): Limiter {
+  return createLimiter({ ...opts, logger: createLogger("gateway-test", "silent") });
 }
 
 /**

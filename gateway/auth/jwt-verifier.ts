@@ -1,6 +1,7 @@
 import { AuthError, isExpired, verifyTokenSignature, type ApiKey, type VerifiedToken } from "../../lib/api-key-format.ts";
 import { watchPublicKeys } from "./public-keys.ts";
 import type { RevocationList } from "./revocation-list.ts";
+import type { Clock } from "../../lib/clock.ts";
 
 export { parseBearer } from "./bearer.ts";
 
@@ -13,7 +14,7 @@ export interface KeyVerifier {
 export interface KeyVerifierOptions {
   keysDir: string;
   /** Milliseconds since the epoch. */
-  clock: () => number;
+  clock: Clock;
   revocations: RevocationList;
   /** Verified tokens kept (LRU); default 10,000. */
   cacheSize?: number;

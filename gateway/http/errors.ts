@@ -31,8 +31,12 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-/** One offending input: where it is (`name`, `query.limit`, `path.petId`) and what is wrong. */
-export interface FieldViolation {
+/**
+ * One offending input of an HTTP request: where it is (`name`, `query.limit`, `path.petId`) and what
+ * is wrong; an item of the Error body's `details` (openapi.json's FieldViolation schema). The pet
+ * service's google.rpc FieldViolation (lib/grpc-status-details.ts) is mapped to it.
+ */
+export interface ErrorDetail {
   field: string;
   message: string;
 }
@@ -41,7 +45,7 @@ export interface ErrorBody {
   code: ErrorCode;
   message: string;
   status: number;
-  details?: FieldViolation[];
+  details?: ErrorDetail[];
 }
 
 export class ApiError extends Error {
@@ -50,9 +54,9 @@ export class ApiError extends Error {
   retryAfterSeconds?: number;
 
   readonly code: ErrorCode;
-  readonly details: FieldViolation[] | undefined;
+  readonly details: ErrorDetail[] | undefined;
 
-  constructor(code: ErrorCode, message: string = ERRORS[code].message, details?: FieldViolation[]) {
+  constructor(code: ErrorCode, message: string = ERRORS[code].message, details?: ErrorDetail[]) {
     super(message);
     this.code = code;
     this.details = details;
@@ -68,7 +72,7 @@ export class ApiError extends Error {
 }
 
 /** 400 naming every offending field; the message lists them so a human sees them all at once. */
-export function invalidRequest(details: FieldViolation[]): ApiError {
+export function invalidRequest(details: ErrorDetail[]): ApiError {
   const message = details.map((d) => `${d.field}: ${d.message}`).join("; ");
   return new ApiError("invalid_request", message, details);
 }

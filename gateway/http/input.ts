@@ -1,12 +1,12 @@
 import type { Request } from "express";
 import type { GetPetRequest, ListPetsRequest } from "../../proto/types.ts";
-import { ApiError, invalidRequest, type FieldViolation } from "./errors.ts";
+import { ApiError, invalidRequest, type ErrorDetail } from "./errors.ts";
 import { toInt64 } from "./int64.ts";
 import { parseJsonBody } from "./json-body.ts";
 import { STATUS_TO_PROTO, STATUS_VALUES, unknownNameViolations } from "./pet-mapping.ts";
 
 /** A query parameter given at most once; repeats are ambiguous, so they are refused. */
-function single(query: Request["query"], name: string, violations: FieldViolation[]): string | undefined {
+function single(query: Request["query"], name: string, violations: ErrorDetail[]): string | undefined {
   const value = query[name];
   if (value === undefined || typeof value === "string") return value;
   violations.push({ field: name, message: "must be given once" });
@@ -17,7 +17,7 @@ function single(query: Request["query"], name: string, violations: FieldViolatio
  * Query parameters the operation does not define are refused, not ignored: `?status[]=sold` or
  * `?Status=sold` silently dropping the filter would answer a different question than was asked.
  */
-function onlyKnown(query: Request["query"], known: readonly string[], violations: FieldViolation[]): void {
+function onlyKnown(query: Request["query"], known: readonly string[], violations: ErrorDetail[]): void {
   const unknown = Object.keys(query).filter((name) => !known.includes(name));
   violations.push(...unknownNameViolations(unknown, () => "is not a parameter of this operation"));
 }
@@ -33,7 +33,7 @@ const CURSOR_MAX_LENGTH = 256;
  * cross-filter cursors come back as violations of page_token, shown to the client as `cursor`).
  */
 export function listPetsRequest(req: Request): ListPetsRequest {
-  const violations: FieldViolation[] = [];
+  const violations: ErrorDetail[] = [];
   onlyKnown(req.query, LIST_PETS_PARAMETERS, violations);
   const request: ListPetsRequest = {};
   const limit = single(req.query, "limit", violations);
@@ -60,7 +60,7 @@ export function listPetsRequest(req: Request): ListPetsRequest {
 
 /** GET /v1/pets/{petId}: petId an int64. */
 export function getPetRequest(req: Request): GetPetRequest {
-  const violations: FieldViolation[] = [];
+  const violations: ErrorDetail[] = [];
   const id = toInt64(String(req.params.petId));
   if (id === undefined || id === "out_of_range") violations.push({ field: "petId", message: "must be an int64 integer" });
   onlyKnown(req.query, [], violations);

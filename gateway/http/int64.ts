@@ -1,6 +1,6 @@
+import { isInt64 } from "../../lib/int64.ts";
+
 /** int64 handling: ids and category ids stay decimal strings end to end, checked by BigInt. */
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
 const INTEGER_LITERAL = /^-?(0|[1-9][0-9]*)$/;
 
 /**
@@ -10,6 +10,6 @@ const INTEGER_LITERAL = /^-?(0|[1-9][0-9]*)$/;
 export function toInt64(text: string): string | "out_of_range" | undefined {
   if (!INTEGER_LITERAL.test(text)) return undefined;
   const value = BigInt(text);
-  if (value < INT64_MIN || value > INT64_MAX) return "out_of_range";
+  if (!isInt64(value)) return "out_of_range";
   return value.toString();
 }

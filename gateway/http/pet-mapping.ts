@@ -1,7 +1,8 @@
 import type { CreatePetRequest, Pet, PetStatusName } from "../../proto/types.ts";
-import { invalidRequest, type FieldViolation } from "./errors.ts";
+import { invalidRequest, type ErrorDetail } from "./errors.ts";
 import { toInt64 } from "./int64.ts";
 import { isJsonObject, isLosslessNumber } from "./json-body.ts";
+import type { FieldViolation } from "../../lib/grpc-status-details.ts";
 
 /**
  * JSON ↔ proto mapping of the public API. Only HTTP-level checks live here (JSON types, int64
@@ -28,7 +29,7 @@ const PROTO_FIELD = new RegExp(`\\b(${[...HTTP_FIELD_NAMES.keys()].join("|")})\\
 /** Rewrites proto field names in a pet-service message into the public API's names. */
 export const renameFields = (text: string): string => text.replace(PROTO_FIELD, (name) => HTTP_FIELD_NAMES.get(name) ?? name);
 
-export function toHttpViolation(v: { field: string; description: string }): FieldViolation {
+export function toHttpViolation(v: FieldViolation): ErrorDetail {
   return { field: HTTP_FIELD_NAMES.get(v.field) ?? v.field, message: renameFields(v.description) };
 }
 
@@ -43,7 +44,7 @@ const MAX_ECHOED_NAME = 64;
  * parameters). They echo client text, so the error stays small whatever the request held: the
  * first few names, shortened, then a count of the rest.
  */
-export function unknownNameViolations(names: readonly string[], message: (name: string) => string): FieldViolation[] {
+export function unknownNameViolations(names: readonly string[], message: (name: string) => string): ErrorDetail[] {
   const shown = names.slice(0, MAX_LISTED_UNKNOWN).map((name) => {
     const codePoints = Array.from(name);
     const field = codePoints.length > MAX_ECHOED_NAME ? `${codePoints.slice(0, MAX_ECHOED_NAME).join("")}…` : name;
@@ -74,7 +75,7 @@ export function petsJson(pets: readonly Pet[]): string {
 /** Checks a parsed NewPet body's JSON types and maps it to CreatePetRequest; 400 lists every problem. */
 export function toCreatePetRequest(body: unknown): CreatePetRequest {
   if (!isJsonObject(body)) throw invalidRequest([{ field: "body", message: "must be a JSON object (NewPet)" }]);
-  const violations: FieldViolation[] = [];
+  const violations: ErrorDetail[] = [];
   violations.push(
     ...unknownNameViolations(
       Object.keys(body).filter((field) => !NEW_PET_FIELDS.has(field)),

@@ -5,7 +5,7 @@ import { ApiError } from "./errors.ts";
 import { GET_PET_DEPRECATION, type Deprecation } from "./deprecation.ts";
 import { getPetRequest, idempotencyKey, jsonBody, listPetsRequest } from "./input.ts";
 import { petJson, petsJson, toCreatePetRequest } from "./pet-mapping.ts";
-import type { Clock } from "../limiter/limiter.ts";
+import type { Clock } from "../../lib/clock.ts";
 
 export interface RouteContext {
   pets: PetClient;

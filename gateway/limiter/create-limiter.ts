@@ -9,10 +9,11 @@ import type { Logger } from "../../lib/logger.ts";
 import { createRedisClient, isRedisReady, whenReady, type RedisClientOptions } from "../../lib/redis-client.ts";
 import { subjectSlot } from "../../lib/redis-keys.ts";
 import { createFallbackStore, type FallbackMetrics, type Outage } from "./fallback-store.ts";
-import type { BanPolicy, Clock, LimiterStore } from "./limiter.ts";
+import type { BanPolicy, LimiterStore } from "./limiter.ts";
 import { createMemoryStore } from "./memory-store.ts";
 import { startPresence, type PresenceOptions } from "./presence.ts";
 import { createRedisStore } from "./redis-store.ts";
+import type { Clock } from "../../lib/clock.ts";
 
 export interface LimiterOptions {
   /** REDIS_URL; unset → in-memory limiter. */

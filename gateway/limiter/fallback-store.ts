@@ -24,6 +24,7 @@ import type { Counter, Gauge } from "prom-client";
 import type { Logger } from "../../lib/logger.ts";
 import type { Decision, LimiterStore, WindowLimit, WindowResult } from "./limiter.ts";
 import type { MemoryStore } from "./memory-store.ts";
+import { systemClock, type Clock } from "../../lib/clock.ts";
 
 export interface FallbackMetrics {
   /** Incremented on every failed Redis decision (and once when an outage is noticed from the client state). */
@@ -47,8 +48,8 @@ export interface FallbackStoreOptions {
   liveReplicas?: () => number | undefined;
   /** After a node fails, how long its subjects are decided from memory before it is tried again (default 1000 ms). */
   probeIntervalMs?: number;
-  /** Time source for the probe interval and "unavailable" decisions (default Date.now). */
-  clock?: () => number;
+  /** Time source for the probe interval and "unavailable" decisions (default the system clock). */
+  clock?: Clock;
 }
 
 /** "full": every decision comes from memory; "partial": some Cluster nodes' subjects do. */
@@ -80,7 +81,7 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   const isNode = opts.isNode ?? (() => true);
   const liveReplicas = opts.liveReplicas ?? (() => 1);
   const probeIntervalMs = opts.probeIntervalMs ?? 1000;
-  const clock = opts.clock ?? Date.now;
+  const clock = opts.clock ?? systemClock;
   /** Nodes in fallback (ALL: the whole client) → the instant their subjects may try Redis again. */
   const down = new Map<string, number>();
   /** Nodes whose outage was logged (and whose return will be). */

@@ -56,6 +56,3 @@ export interface LimiterStore {
   hit(subject: string, windows: readonly WindowLimit[]): Promise<Decision>;
   close(): Promise<void>;
 }
-
-/** Milliseconds since the epoch; injected so tests never sleep. */
-export type Clock = () => number;

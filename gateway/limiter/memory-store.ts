@@ -4,7 +4,7 @@
  * bounded: at most 61 buckets per window per subject, idle subjects are dropped once everything
  * they hold has expired, and at most `maxSubjects` subjects are kept (least recently used first out).
  */
-import type { BanPolicy, Clock, Decision, LimiterStore, Outcome, WindowLimit } from "./limiter.ts";
+import type { BanPolicy, Decision, LimiterStore, Outcome, WindowLimit } from "./limiter.ts";
 import {
   assembleDecision,
   recordStrike,
@@ -13,6 +13,7 @@ import {
   WindowCounter,
   type BanState,
 } from "./sliding-window.ts";
+import type { Clock } from "../../lib/clock.ts";
 
 export interface MemoryStoreOptions {
   ban: BanPolicy;

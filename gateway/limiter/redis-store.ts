@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import type { Cluster, Redis } from "ioredis";
 import { redisKey, type SubjectPart } from "../../lib/redis-keys.ts";
-import type { BanPolicy, Clock, Decision, LimiterStore, WindowLimit } from "./limiter.ts";
+import type { BanPolicy, Decision, LimiterStore, WindowLimit } from "./limiter.ts";
 import {
   assembleDecision,
   bucketMsFor,
@@ -18,6 +18,7 @@ import {
   validateWindows,
   type WindowReport,
 } from "./sliding-window.ts";
+import type { Clock } from "../../lib/clock.ts";
 
 export const LIMITER_LUA = readFileSync(new URL("./sliding-window.lua", import.meta.url), "utf8");
 const COMMAND = "petStoreRateLimit";

@@ -31,7 +31,7 @@ export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger 
     res.once("close", () => {
       const seconds = (performance.now() - start) / 1000;
       // The v1 router labels its requests up front (req.baseUrl is gone by now).
-      const route: string = res.locals.route ?? (req.route ? (req.route.path as string) : "unmatched");
+      const route = res.locals.route ?? (req.route ? (req.route.path as string) : "unmatched");
       const status = res.writableFinished ? res.statusCode : NOT_COMPLETED;
       const observed = seriesFor(route, req.method, status);
       observed.count.inc();

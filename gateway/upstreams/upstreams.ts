@@ -3,7 +3,6 @@ import { pipeline } from "node:stream";
 import type { RequestHandler, Response } from "express";
 import { createProxyMiddleware, proxyEventsPlugin } from "http-proxy-middleware";
 import type { Logger } from "../../lib/logger.ts";
-import type { ApiKey } from "../../lib/api-key-format.ts";
 import { ApiError, type ErrorCode } from "../http/errors.ts";
 import { sendError } from "../http/error-handler.ts";
 
@@ -40,7 +39,33 @@ const NETWORK_ERRORS: Readonly<Record<string, ErrorCode>> = {
   ESOCKETTIMEDOUT: "upstream_timeout",
 };
 
-export function upstreamProxy(upstream: Upstream, opts: { timeoutMs: number; logger: Logger }): RequestHandler {
+/**
+ * What an upstream learns of the caller, set on the request before the proxy copies its headers:
+ * the request id, the key's id and plan (the gateway's word, never the client's), and never the
+ * key itself or cookies.
+ */
+const forwardCaller: RequestHandler = (req, res, next) => {
+  const { headers } = req;
+  delete headers.authorization;
+  delete headers.cookie;
+  delete headers["x-api-key-id"];
+  delete headers["x-api-plan"];
+  headers["x-request-id"] = res.locals.requestId;
+  const apiKey = res.locals.apiKey;
+  if (apiKey) {
+    headers["x-api-key-id"] = apiKey.keyId;
+    headers["x-api-plan"] = apiKey.plan;
+  }
+  next();
+};
+
+/** The upstream's handlers for the v1 router: the caller's headers, then the proxy. */
+export function upstreamProxy(upstream: Upstream, opts: { timeoutMs: number; logger: Logger }): RequestHandler[] {
+  const proxy = proxyTo(upstream, opts);
+  return [(req, res, next) => (servedBy(upstream, req.path) ? forwardCaller(req, res, next) : next()), proxy];
+}
+
+function proxyTo(upstream: Upstream, opts: { timeoutMs: number; logger: Logger }): RequestHandler {
   // http-proxy reports its own proxyTimeout as a plain ECONNRESET; remember which were timeouts.
   const timedOut = new WeakSet<IncomingMessage>();
   const fail = (res: ServerResponse, err: ApiError) => {
@@ -60,16 +85,7 @@ export function upstreamProxy(upstream: Upstream, opts: { timeoutMs: number; log
     plugins: [proxyEventsPlugin],
     on: {
       proxyReq(proxyReq, req) {
-        const res = (req as unknown as { res: Response }).res;
-        const apiKey = res.locals.apiKey as ApiKey | undefined;
         proxyReq.once("timeout", () => timedOut.add(req));
-        proxyReq.removeHeader("authorization");
-        proxyReq.removeHeader("cookie");
-        proxyReq.setHeader("x-request-id", String(res.locals.requestId));
-        if (apiKey) {
-          proxyReq.setHeader("x-api-key-id", apiKey.keyId);
-          proxyReq.setHeader("x-api-plan", apiKey.plan);
-        }
       },
       proxyRes(proxyRes, req, res) {
         const status = proxyRes.statusCode ?? 502;

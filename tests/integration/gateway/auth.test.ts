@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_AUDIENCE, KEY_ISSUER } from "../../../lib/api-key-format.ts";
 import { craftToken, tokenPayload } from "../../../testkit/keys.ts";
 import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
-import { createTestKeys, fakeClock, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { fakeClock } from "../../../testkit/fake-clock.ts";
 
 // Forged and stale keys, as an attacker would send them over HTTP: every one is a 401 Error body.
 let pets: RunningPetService;

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { recordingFetch } from "../../../testkit/openapi-validator.ts";
 import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
-import { createTestKeys, fakeClock, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { fakeClock } from "../../../testkit/fake-clock.ts";
 
 // HTTP → gRPC → SQLite through real sockets: the public API as a client sees it.
 let pets: RunningPetService;

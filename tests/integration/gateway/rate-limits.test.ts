@@ -2,10 +2,10 @@ import { execFile } from "node:child_process";
 import { cp, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createMemoryStore } from "../../../gateway/limiter/memory-store.ts";
 import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
 import { startRedis, type PrivateRedis } from "../../../testkit/redis-server.ts";
-import { createTestKeys, fakeClock, redisLimiter, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { createTestKeys, memoryLimiter, redisLimiter, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { fakeClock } from "../../../testkit/fake-clock.ts";
 
 // Plans, quotas, bans and headers as a client sees them through the gateway, with real Redis.
 let pets: RunningPetService;
@@ -46,7 +46,7 @@ function expectRateLimitHeaders(res: Response) {
 describe("per-minute and per-day windows (memory store, injected clock)", () => {
   it("admits exactly the minute limit, then 429 with an exact Retry-After", async () => {
     const clock = fakeClock(Date.UTC(2027, 0, 1, 12, 0, 0, 250));
-    const g = await gateway({ clock: clock.clock, limiter: createMemoryStore({ ban: { after: 100, seconds: 900 }, clock: clock.clock }) });
+    const g = await gateway({ clock: clock.clock, limiter: memoryLimiter({ ban: { after: 100, seconds: 900 }, clock: clock.clock }) });
     const key = keys.issue({ plan: "enterprise", perMinute: 3, perDay: 5 });
 
     const remaining: string[] = [];
@@ -75,7 +75,7 @@ describe("per-minute and per-day windows (memory store, injected clock)", () => 
 
   it("enforces the day window across minutes, and the day then binds the headers", async () => {
     const clock = fakeClock(Date.UTC(2027, 0, 1, 12, 0, 0));
-    const g = await gateway({ clock: clock.clock, limiter: createMemoryStore({ ban: { after: 100, seconds: 900 }, clock: clock.clock }) });
+    const g = await gateway({ clock: clock.clock, limiter: memoryLimiter({ ban: { after: 100, seconds: 900 }, clock: clock.clock }) });
     const key = keys.issue({ plan: "enterprise", perMinute: 3, perDay: 5 });
     let admitted = 0;
     for (let minute = 0; minute < 4; minute++) {
@@ -91,7 +91,7 @@ describe("per-minute and per-day windows (memory store, injected clock)", () => 
 
   it("puts the headers on every status: 200, 201, 400, 401, 404, 405, 429", async () => {
     const clock = fakeClock();
-    const g = await gateway({ clock: clock.clock, limiter: createMemoryStore({ ban: { after: 100, seconds: 900 }, clock: clock.clock }) });
+    const g = await gateway({ clock: clock.clock, limiter: memoryLimiter({ ban: { after: 100, seconds: 900 }, clock: clock.clock }) });
     const key = keys.issue({ plan: "enterprise", perMinute: 7, perDay: 100 });
     const post = (body: string) =>
       fetch(`${g.url}/v1/pets`, { method: "POST", body, headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" } });
@@ -123,7 +123,7 @@ describe("per-minute and per-day windows (memory store, injected clock)", () => 
 describe("bans", () => {
   it("bans a key that keeps sending while refused: 429 api_key_banned, Retry-After = time left", async () => {
     const clock = fakeClock();
-    const g = await gateway({ clock: clock.clock, limiter: createMemoryStore({ ban: { after: 3, seconds: 120 }, clock: clock.clock }) });
+    const g = await gateway({ clock: clock.clock, limiter: memoryLimiter({ ban: { after: 3, seconds: 120 }, clock: clock.clock }) });
     const key = keys.issue({ plan: "enterprise", perMinute: 2, perDay: 100 });
     expect([(await get(g, key)).status, (await get(g, key)).status]).toEqual([200, 200]);
     // BAN_AFTER = 3: the third refused request within the retry period starts the ban.
@@ -152,7 +152,7 @@ describe("without a valid key", () => {
     const clock = fakeClock();
     const g = await gateway({
       clock: clock.clock,
-      limiter: createMemoryStore({ ban: { after: 100, seconds: 900 }, clock: clock.clock }),
+      limiter: memoryLimiter({ ban: { after: 100, seconds: 900 }, clock: clock.clock }),
       overrides: { anonymousWindows: [{ windowSeconds: 60, limit: 3 }, { windowSeconds: 86_400, limit: 100 }] },
     });
     const statuses = [];

@@ -1,18 +1,11 @@
 import { randomBytes } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  checkListQuery,
-  checkNewPet,
-  checkPetId,
-  INT64_MAX,
-  NAME_MAX_LENGTH,
-  namesNoPet,
-  type Checked,
-  type FieldViolation,
-} from "../../../pet-service/rules.ts";
+import { checkListQuery, checkNewPet, checkPetId, NAME_MAX_LENGTH, namesNoPet, type Checked } from "../../../pet-service/rules.ts";
 import { createPageTokens } from "../../../pet-service/page-token.ts";
 import type { CreatePetRequest, PetStatusName } from "../../../proto/types.ts";
+import { INT64_MAX } from "../../../lib/int64.ts";
+import type { FieldViolation } from "../../../lib/grpc-status-details.ts";
 
 const valid = { name: "Rex", categoryId: "1" } as const;
 const violationsOf = <T>(checked: Checked<T>): FieldViolation[] => (checked.ok ? [] : checked.violations);

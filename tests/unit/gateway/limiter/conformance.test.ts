@@ -4,12 +4,13 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { BanPolicy, Clock, Decision, LimiterStore, WindowLimit } from "../../../../gateway/limiter/limiter.ts";
+import type { BanPolicy, Decision, LimiterStore, WindowLimit } from "../../../../gateway/limiter/limiter.ts";
 import { createMemoryStore } from "../../../../gateway/limiter/memory-store.ts";
 import { ANONYMOUS_WINDOWS, PLANS, windowsFor, windowsForLimits } from "../../../../gateway/quota/plans.ts";
 import { createRedisStore, limiterKeys } from "../../../../gateway/limiter/redis-store.ts";
 import { redisKey } from "../../../../lib/redis-keys.ts";
 import { startRedis, type PrivateRedis } from "../../../../testkit/redis-server.ts";
+import type { Clock } from "../../../../lib/clock.ts";
 
 interface Harness {
   store: LimiterStore;

@@ -1,0 +1,24 @@
+import type { ApiKey } from "../../lib/api-key-format.ts";
+
+/**
+ * The gateway's per-request state, declared once: Express's `res.locals`, typed. Each field says
+ * who sets it; readers take it from here, never through a cast.
+ */
+declare global {
+  namespace Express {
+    interface Locals {
+      /** Every request: the caller's sane X-Request-Id or a new UUID (request-context.ts). */
+      requestId: string;
+      /** The route template labelling metrics and logs (`/v1/pets/:petId`, an upstream's prefix), once matched (app.ts). */
+      route?: string;
+      /** The verified API key, once the guard admitted the request (quota/guard.ts); unset for anonymous requests. */
+      apiKey?: ApiKey;
+    }
+  }
+}
+
+/** The key of a request the guard admitted: every /v1 operation runs after it. */
+export function admittedKey(locals: Express.Locals): ApiKey {
+  if (!locals.apiKey) throw new Error("a /v1 operation ran before the guard admitted its key");
+  return locals.apiKey;
+}

@@ -3,12 +3,12 @@
 # from Debian's packages (GOPATH mode):
 #   apt-get install -y golang-go protobuf-compiler golang-goprotobuf-dev golang-grpc-gateway \
 #     golang-github-grpc-ecosystem-grpc-gateway-dev golang-google-grpc-dev golang-google-genproto-dev
-# Prints the binary's path. Rebuilds only when the proto, main.go or api.yaml changed.
+# Prints the binary's path. Rebuilds only when the proto, main.go or the HTTP binding (proto/petstore/v1/http.yaml) changed.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 out="$1"
-stamp="$(cat "$root/proto/petstore/v1/pet_service.proto" "$here/main.go" "$here/api.yaml" | sha256sum | cut -c1-16)"
+stamp="$(cat "$root/proto/petstore/v1/pet_service.proto" "$here/main.go" "$root/proto/petstore/v1/http.yaml" | sha256sum | cut -c1-16)"
 bin="$out/grpc-gateway-petstore-$stamp"
 if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
 gopath="$out/gopath"
@@ -21,7 +21,7 @@ rm -rf "$proto" && mkdir -p "$proto/petstore/v1"
 sed -E 's/^([[:space:]]*)optional /\1/' "$root/proto/petstore/v1/pet_service.proto" > "$proto/petstore/v1/pet_service.proto"
 protoc -I "$proto" \
   --go_out=plugins=grpc:"$gopath/src" \
-  --grpc-gateway_out=logtostderr=true,grpc_api_configuration="$here/api.yaml":"$gopath/src" \
+  --grpc-gateway_out=logtostderr=true,grpc_api_configuration="$root/proto/petstore/v1/http.yaml":"$gopath/src" \
   petstore/v1/pet_service.proto
 # protoc-gen-go places its file by the proto package (petstore/v1), the gateway by the M mapping: one package.
 mv "$gopath/src/petstore/v1/"*.go "$gopath/src/petstore.local/gen/"

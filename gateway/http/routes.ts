@@ -22,12 +22,22 @@ export interface RouteResult {
   headers?: Record<string, string>;
 }
 
-/** One row per public operation: HTTP method and path, the RPC behind it, its deprecation. */
+/**
+ * One row per public operation: HTTP method and path (under /v1), the RPC behind it, its
+ * deprecation. Method, path, RPC and body agree with the HTTP binding, proto/petstore/v1/http.yaml
+ * (tests/unit/proto/http-binding.test.ts).
+ */
 export interface Route {
+  /** The OpenAPI operationId. */
   operation: string;
   method: "GET" | "POST";
+  /** Express form; a path parameter keeps its public (OpenAPI) name. */
   path: string;
+  /** The petstore.v1.PetService method the binding maps this route to. */
   rpc: string;
+  /** Path parameter → the request field it fills (the binding's `{field}`). */
+  pathFields?: Readonly<Record<string, string>>;
+  /** The JSON body is the whole request message (the binding's `body: "*"`). */
   hasBody?: boolean;
   deprecation?: Deprecation;
   handle(req: Request, ctx: RouteContext): Promise<RouteResult>;
@@ -93,6 +103,7 @@ export const ROUTES: readonly Route[] = [
     method: "GET",
     path: "/pets/:petId",
     rpc: "GetPet",
+    pathFields: { petId: "id" },
     deprecation: GET_PET_DEPRECATION,
     async handle(req, ctx) {
       if (ctx.clock() >= GET_PET_DEPRECATION.sunsetAt) {

@@ -10,6 +10,12 @@ import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../../../proto/load.
 const ROOT = path.resolve(import.meta.dirname, "../../..");
 const read = (file: string) => readFileSync(path.join(ROOT, file), "utf8");
 
+interface Param {
+  $ref?: string;
+  in?: string;
+  name?: string;
+}
+
 interface HttpRule {
   selector: string;
   get?: string;
@@ -56,7 +62,7 @@ describe("the HTTP binding (proto/petstore/v1/http.yaml)", () => {
   it("is what the OpenAPI description documents: one operation per rule, its path parameters the routes' public names", () => {
     const openapi = JSON.parse(read("gateway/http/openapi.json")) as {
       servers: { url: string }[];
-      paths: Record<string, Record<string, { operationId?: string; parameters?: { $ref?: string; in?: string; name?: string }[] }>>;
+      paths: Record<string, Record<string, { operationId?: string; parameters?: Param[] }> & { parameters?: Param[] }>;
       components: { parameters: Record<string, { in: string; name: string }> };
     };
     expect(openapi.servers[0]!.url).toBe("/v1");

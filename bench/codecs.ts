@@ -31,14 +31,14 @@ const createRequest = { name: "Bench pet", categoryId: "7", status: "PET_STATUS_
 
 /** Each operation as the side that runs it: gateway encodes requests and decodes replies, the pet service the reverse. */
 const operations: Record<string, (m: protoLoader.ServiceDefinition) => () => unknown> = {
-  "gateway: encode ListPetsRequest": (m) => () => m.ListPets!.requestSerialize({ limit: 20 }),
-  "pet service: decode ListPetsRequest": (m) => {
+  "gateway: encode ListPetsRequestInit": (m) => () => m.ListPets!.requestSerialize({ limit: 20 }),
+  "pet service: decode ListPetsRequestInit": (m) => {
     const bytes = m.ListPets!.requestSerialize({ limit: 20 });
     return () => m.ListPets!.requestDeserialize(bytes);
   },
   "pet service: encode ListPetsResponse (20 pets)": (m) => () => m.ListPets!.responseSerialize(listReply),
   "gateway: decode ListPetsResponse (20 pets)": (m) => () => m.ListPets!.responseDeserialize(listBytes),
-  "gateway: encode CreatePetRequest": (m) => () => m.CreatePet!.requestSerialize(createRequest),
+  "gateway: encode CreatePetRequestInit": (m) => () => m.CreatePet!.requestSerialize(createRequest),
 };
 
 const results = new Map<string, number[]>();

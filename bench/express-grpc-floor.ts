@@ -16,7 +16,7 @@ import * as grpc from "@grpc/grpc-js";
 import express from "express";
 import { petsJson } from "../gateway/http/pet-mapping.ts";
 import { loadPetStorePackage } from "../proto/load.ts";
-import type { ListPetsResponse } from "../proto/types.ts";
+import type { ListPetsResponse } from "../proto/generated/petstore-v1.ts";
 import { encodeRequest, methodPath } from "./grpc-frame.ts";
 
 const mode = process.env.FLOOR_MODE;

@@ -15,7 +15,7 @@ import { parseArgs } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import { createLogger } from "../lib/logger.ts";
 import { loadPetStorePackage } from "../proto/load.ts";
-import type { ListPetsRequest, ListPetsResponse } from "../proto/types.ts";
+import type { ListPetsRequestInit, ListPetsResponse } from "../proto/generated/petstore-v1.ts";
 import { createServer } from "../pet-service/server.ts";
 import { all, closeDatabase, exec, openDatabase } from "../pet-service/store/sqlite/calls.ts";
 import { SqlitePetStore } from "../pet-service/store/sqlite/store.ts";
@@ -39,7 +39,7 @@ try {
   const port = await server.listen("127.0.0.1", 0);
   const { PetService } = loadPetStorePackage();
   const client = new PetService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  const listPets = (request: ListPetsRequest) =>
+  const listPets = (request: ListPetsRequestInit) =>
     new Promise<ListPetsResponse>((resolve, reject) =>
       client.ListPets!(request, { deadline: Date.now() + 10_000 }, (err: grpc.ServiceError | null, res: ListPetsResponse) =>
         err ? reject(err) : resolve(res),

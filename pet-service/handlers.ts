@@ -7,7 +7,7 @@ import type {
   GetPetResponse,
   ListPetsRequest,
   ListPetsResponse,
-} from "../proto/types.ts";
+} from "../proto/generated/petstore-v1.ts";
 import { internal, invalidArgument, notFound, RpcError, storageUnavailable } from "./grpc-errors.ts";
 import { createPet } from "./idempotency.ts";
 import type { PetServiceMetrics } from "./metrics.ts";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { CreatePetResponse } from "../proto/types.ts";
+import type { CreatePetResponse } from "../proto/generated/petstore-v1.ts";
 import { idempotencyKeyReused } from "./grpc-errors.ts";
 import { toProtoPet } from "./proto-mapping.ts";
 import type { CheckedCreate } from "./rules.ts";

@@ -1,4 +1,4 @@
-import type { ListPetsResponse } from "../proto/types.ts";
+import type { ListPetsResponse } from "../proto/generated/petstore-v1.ts";
 import type { PageTokens } from "./page-token.ts";
 import { toProtoPet } from "./proto-mapping.ts";
 import type { ListQuery, PetStore } from "./store/pet-store.ts";

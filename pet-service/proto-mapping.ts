@@ -1,7 +1,7 @@
-import type { Pet as ProtoPet, PetStatusName } from "../proto/types.ts";
+import type { Pet as ProtoPet, PetStatus as ProtoPetStatus } from "../proto/generated/petstore-v1.ts";
 import type { Pet, PetStatus } from "./store/pet-store.ts";
 
-const TO_PROTO: Readonly<Record<PetStatus, PetStatusName>> = {
+const TO_PROTO: Readonly<Record<PetStatus, ProtoPetStatus>> = {
   available: "PET_STATUS_AVAILABLE",
   pending: "PET_STATUS_PENDING",
   sold: "PET_STATUS_SOLD",

@@ -1,9 +1,9 @@
 import {
-  PET_STATUSES as PROTO_STATUSES,
-  type CreatePetRequest,
-  type GetPetRequest,
-  type ListPetsRequest,
-} from "../proto/types.ts";
+  PetStatusValues,
+  type CreatePetRequestInit,
+  type GetPetRequestInit,
+  type ListPetsRequestInit,
+} from "../proto/generated/petstore-v1.ts";
 import type { PageTokens, TokenProblem } from "./page-token.ts";
 import { statusFromProto } from "./proto-mapping.ts";
 import type { ListQuery, NewPet, PetStatus } from "./store/pet-store.ts";
@@ -31,7 +31,7 @@ const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/u;
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; violations: FieldViolation[] };
 
-export function checkNewPet(request: CreatePetRequest): Checked<NewPet> {
+export function checkNewPet(request: CreatePetRequestInit): Checked<NewPet> {
   const name = parseName(request.name);
   const categoryId = parsePositiveInt64("category_id", request.categoryId);
   const status = parseStatus(request.status) ?? "available";
@@ -46,7 +46,7 @@ export interface CheckedCreate {
 }
 
 /** checkNewPet plus request_id, every violation reported at once. */
-export function checkCreatePet(request: CreatePetRequest): Checked<CheckedCreate> {
+export function checkCreatePet(request: CreatePetRequestInit): Checked<CheckedCreate> {
   const pet = checkNewPet(request);
   const requestId = parseRequestId(request.requestId);
   const violations = [...(pet.ok ? [] : pet.violations), ...(isViolation(requestId) ? [requestId] : [])];
@@ -55,7 +55,7 @@ export function checkCreatePet(request: CreatePetRequest): Checked<CheckedCreate
 }
 
 /** A ListPets request: its page size, filter and (after the first page) where the page starts. */
-export function checkListQuery(request: ListPetsRequest, tokens: PageTokens): Checked<ListQuery> {
+export function checkListQuery(request: ListPetsRequestInit, tokens: PageTokens): Checked<ListQuery> {
   const limit = parseLimit(request.limit);
   const status = parseStatus(request.status);
   if (isViolation(limit) || isViolation(status)) return rejected(limit, status);
@@ -77,7 +77,7 @@ const PAGE_TOKEN_PROBLEMS: Readonly<Record<TokenProblem, string>> = {
  * GetPet's id: required, any int64. Ids the service assigns are positive, so 0 and negative ids
  * are well-formed ids that name no pet (NOT_FOUND), like any id never assigned; see namesNoPet.
  */
-export function checkPetId(request: GetPetRequest): Checked<bigint> {
+export function checkPetId(request: GetPetRequestInit): Checked<bigint> {
   const id = parseInt64("id", request.id);
   if (isViolation(id)) return rejected(id);
   return { ok: true, value: id };
@@ -138,6 +138,9 @@ function parseLimit(raw: unknown): number | FieldViolation {
   }
   return limit;
 }
+
+/** The statuses a request may name (every PetStatus but UNSPECIFIED, which means "none"). */
+const PROTO_STATUSES = Object.keys(PetStatusValues).filter((name) => name !== "PET_STATUS_UNSPECIFIED");
 
 /** undefined for PET_STATUS_UNSPECIFIED; numbers outside the enum arrive as numbers and are refused. */
 function parseStatus(raw: unknown): PetStatus | undefined | FieldViolation {

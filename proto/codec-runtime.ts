@@ -1,12 +1,18 @@
 /**
  * Wire-format primitives for the codecs that scripts/generate-codecs.ts generates from the .proto
- * files (proto/codecs.generated.ts). They read and write the object shapes proto-loader gives with
+ * files (proto/generated/). They read and write the object shapes proto-loader gives with
  * LOADER_OPTIONS (int64 as decimal strings, enums as names, defaults filled) and produce the
  * bytes protobufjs produces, without its intermediate message objects and Long values.
  *
  * One writer buffer and one reader position per process: encoding and decoding are synchronous
  * and never nest across messages, so module state is safe and saves an object per call.
  */
+
+/** A message's codec: `encode` takes its Init shape (any field may be left out), `decode` gives every field. */
+export interface Codec<T, I> {
+  encode(message: I): Buffer;
+  decode(bytes: Buffer): T;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Writing
@@ -128,6 +134,15 @@ export function writeString(value: string): void {
   at += out.write(value, at, "utf8");
 }
 
+/** A length-delimited byte string. */
+export function writeBytes(value: unknown): void {
+  if (!(value instanceof Uint8Array)) throw new TypeError(`bytes field: expected a Buffer or Uint8Array, got ${typeof value}`);
+  writeUint32(value.length);
+  ensure(value.length);
+  out.set(value, at);
+  at += value.length;
+}
+
 /** Reserves one byte for the length of an embedded message; pass the result to closeLength. */
 export function openLength(): number {
   ensure(1);
@@ -230,6 +245,15 @@ export function readString(): string {
   const length = readUint32();
   if (pos + length > end) throw new RangeError("protobuf: message truncated");
   const value = input.toString("utf8", pos, pos + length);
+  pos += length;
+  return value;
+}
+
+/** A byte string: a view of the input, as protobufjs gives it (no copy). */
+export function readBytes(): Buffer {
+  const length = readUint32();
+  if (pos + length > end) throw new RangeError("protobuf: message truncated");
+  const value = input.subarray(pos, pos + length);
   pos += length;
   return value;
 }

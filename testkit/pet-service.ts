@@ -7,7 +7,7 @@ import sqlite3 from "sqlite3";
 import { service as healthService } from "grpc-health-check";
 import { createLogger } from "../lib/logger.ts";
 import { loadPetStorePackage } from "../proto/load.ts";
-import type { CreatePetRequest, ListPetsRequest, ListPetsResponse, Pet } from "../proto/types.ts";
+import type { CreatePetRequestInit, ListPetsRequestInit, ListPetsResponse, Pet } from "../proto/generated/petstore-v1.ts";
 import type { PetServiceMetrics } from "../pet-service/metrics.ts";
 import { createServer } from "../pet-service/server.ts";
 import { SqlitePetStore } from "../pet-service/store/sqlite/store.ts";
@@ -181,10 +181,10 @@ export interface CallOpts {
 
 /** A PetService client from proto/load.ts with promise helpers; errors are grpc.ServiceError. */
 export type PetClient = ServiceClient & {
-  create(request: CreatePetRequest, opts?: CallOpts): Promise<Pet>;
-  list(request?: ListPetsRequest, opts?: CallOpts): Promise<Pet[]>;
+  create(request: CreatePetRequestInit, opts?: CallOpts): Promise<Pet>;
+  list(request?: ListPetsRequestInit, opts?: CallOpts): Promise<Pet[]>;
   /** ListPets with its next_page_token. */
-  page(request?: ListPetsRequest, opts?: CallOpts): Promise<ListPetsResponse>;
+  page(request?: ListPetsRequestInit, opts?: CallOpts): Promise<ListPetsResponse>;
   /** `id` undefined sends a request with the field unset. */
   get(id: string | undefined, opts?: CallOpts): Promise<Pet>;
 };
@@ -193,11 +193,11 @@ export function petClient(address: string): PetClient {
   const { PetService } = loadPetStorePackage();
   const client = new PetService(address, grpc.credentials.createInsecure());
   return Object.assign(client, {
-    create: async (request: CreatePetRequest, opts?: CallOpts) =>
+    create: async (request: CreatePetRequestInit, opts?: CallOpts) =>
       (await unary<{ pet: Pet }>(client, "CreatePet", request, opts)).pet,
-    list: async (request: ListPetsRequest = {}, opts?: CallOpts) =>
+    list: async (request: ListPetsRequestInit = {}, opts?: CallOpts) =>
       (await unary<{ pets: Pet[] }>(client, "ListPets", request, opts)).pets,
-    page: (request: ListPetsRequest = {}, opts?: CallOpts) => unary<ListPetsResponse>(client, "ListPets", request, opts),
+    page: (request: ListPetsRequestInit = {}, opts?: CallOpts) => unary<ListPetsResponse>(client, "ListPets", request, opts),
     get: async (id: string | undefined, opts?: CallOpts) => (await unary<{ pet: Pet }>(client, "GetPet", { id }, opts)).pet,
   });
 }

@@ -1,5 +1,5 @@
 import type { Request } from "express";
-import type { GetPetRequest, ListPetsRequest } from "../../proto/types.ts";
+import type { GetPetRequestInit, ListPetsRequestInit } from "../../proto/generated/petstore-v1.ts";
 import { ApiError, invalidRequest, type ErrorDetail } from "./errors.ts";
 import { toInt64 } from "./int64.ts";
 import { parseJsonBody } from "./json-body.ts";
@@ -32,10 +32,10 @@ const CURSOR_MAX_LENGTH = 256;
  * enum value, `cursor` an opaque page token (the pet service checks it: malformed, forged or
  * cross-filter cursors come back as violations of page_token, shown to the client as `cursor`).
  */
-export function listPetsRequest(req: Request): ListPetsRequest {
+export function listPetsRequest(req: Request): ListPetsRequestInit {
   const violations: ErrorDetail[] = [];
   onlyKnown(req.query, LIST_PETS_PARAMETERS, violations);
-  const request: ListPetsRequest = {};
+  const request: ListPetsRequestInit = {};
   const limit = single(req.query, "limit", violations);
   if (limit !== undefined) {
     const n = LIMIT.test(limit) ? Number(limit) : NaN;
@@ -59,7 +59,7 @@ export function listPetsRequest(req: Request): ListPetsRequest {
 }
 
 /** GET /v1/pets/{petId}: petId an int64. */
-export function getPetRequest(req: Request): GetPetRequest {
+export function getPetRequest(req: Request): GetPetRequestInit {
   const violations: ErrorDetail[] = [];
   const id = toInt64(String(req.params.petId));
   if (id === undefined || id === "out_of_range") violations.push({ field: "petId", message: "must be an int64 integer" });

@@ -1,4 +1,4 @@
-import type { CreatePetRequest, Pet, PetStatusName } from "../../proto/types.ts";
+import type { CreatePetRequestInit, Pet, PetStatus } from "../../proto/generated/petstore-v1.ts";
 import { invalidRequest, type ErrorDetail } from "./errors.ts";
 import { toInt64 } from "./int64.ts";
 import { isJsonObject, isLosslessNumber } from "./json-body.ts";
@@ -9,12 +9,12 @@ import type { FieldViolation } from "../../lib/grpc-status-details.ts";
  * range, enum spelling); the pet service owns the business rules (required, bounds, defaults).
  */
 // Maps, not object literals: a client-sent "constructor" must not find Object.prototype's.
-export const STATUS_TO_PROTO: ReadonlyMap<string, PetStatusName> = new Map([
+export const STATUS_TO_PROTO: ReadonlyMap<string, PetStatus> = new Map([
   ["available", "PET_STATUS_AVAILABLE"],
   ["pending", "PET_STATUS_PENDING"],
   ["sold", "PET_STATUS_SOLD"],
 ]);
-const PROTO_TO_STATUS: ReadonlyMap<string, string> = new Map([...STATUS_TO_PROTO].map(([json, proto]) => [proto, json]));
+const PROTO_TO_STATUS: ReadonlyMap<PetStatus | number, string> = new Map([...STATUS_TO_PROTO].map(([json, proto]) => [proto, json]));
 export const STATUS_VALUES = [...STATUS_TO_PROTO.keys()];
 
 /** Proto field names in the pet service's violations → the names an HTTP client sent. */
@@ -72,8 +72,8 @@ export function petsJson(pets: readonly Pet[]): string {
   return `[${pets.map(petJson).join(",")}]`;
 }
 
-/** Checks a parsed NewPet body's JSON types and maps it to CreatePetRequest; 400 lists every problem. */
-export function toCreatePetRequest(body: unknown): CreatePetRequest {
+/** Checks a parsed NewPet body's JSON types and maps it to CreatePetRequestInit; 400 lists every problem. */
+export function toCreatePetRequest(body: unknown): CreatePetRequestInit {
   if (!isJsonObject(body)) throw invalidRequest([{ field: "body", message: "must be a JSON object (NewPet)" }]);
   const violations: ErrorDetail[] = [];
   violations.push(
@@ -82,7 +82,7 @@ export function toCreatePetRequest(body: unknown): CreatePetRequest {
       (field) => (field === "id" ? "is assigned by the service; do not send it" : "is not a NewPet field"),
     ),
   );
-  const request: CreatePetRequest = {};
+  const request: CreatePetRequestInit = {};
 
   if (typeof body.name === "string") {
     if (body.name.isWellFormed()) request.name = body.name;

@@ -91,6 +91,7 @@ export const ROUTES: readonly Route[] = [
       // the same key never see each other's pets), or else one made here for this request alone.
       request.requestId = key === undefined ? `${GENERATED_REQUEST_ID_PREFIX}${randomUUID()}` : `${ctx.keyId}:${key}`;
       const { pet, replayed } = await ctx.pets.createPet(request, ctx);
+      if (!pet) throw new Error("the pet service answered CreatePet without a pet");
       // A retry under the client's Idempotency-Key gets the original 201 again, marked as a replay;
       // a replay of the gateway's own retry is the first answer the client sees.
       const headers: Record<string, string> = { Location: `/v1/pets/${pet.id}` };
@@ -110,6 +111,7 @@ export const ROUTES: readonly Route[] = [
         throw new ApiError("gone", "GET /v1/pets/{petId} was removed on 2030-12-05; use GET /v1/pets?status=...");
       }
       const { pet } = await ctx.pets.getPet(getPetRequest(req), ctx);
+      if (!pet) throw new Error("the pet service answered GetPet without a pet");
       return { status: 200, body: petJson(pet) };
     },
   },

@@ -3,20 +3,20 @@ import type { Counter, Histogram } from "prom-client";
 import { withGeneratedCodecs } from "../../proto/generated-codecs.ts";
 import { loadPetServiceDefinition, loadPetStorePackage } from "../../proto/load.ts";
 import type {
-  CreatePetRequest,
+  CreatePetRequestInit,
   CreatePetResponse,
-  GetPetRequest,
+  GetPetRequestInit,
   GetPetResponse,
-  ListPetsRequest,
+  ListPetsRequestInit,
   ListPetsResponse,
-} from "../../proto/types.ts";
+} from "../../proto/generated/petstore-v1.ts";
 import { getOrCreate } from "../../lib/get-or-create.ts";
 
 /** The gateway's view of PetService: promise-based, one deadline per call, request id passed on. */
 export interface PetClient {
-  listPets(request: ListPetsRequest, ctx: CallContext): Promise<ListPetsResponse>;
-  createPet(request: CreatePetRequest, ctx: CallContext): Promise<CreatePetResponse>;
-  getPet(request: GetPetRequest, ctx: CallContext): Promise<GetPetResponse>;
+  listPets(request: ListPetsRequestInit, ctx: CallContext): Promise<ListPetsResponse>;
+  createPet(request: CreatePetRequestInit, ctx: CallContext): Promise<CreatePetResponse>;
+  getPet(request: GetPetRequestInit, ctx: CallContext): Promise<GetPetResponse>;
   close(): void;
 }
 
@@ -127,9 +127,9 @@ export function createPetClient(opts: PetClientOptions): PetClient {
   }
 
   return {
-    listPets: call<ListPetsRequest, ListPetsResponse>("ListPets"),
-    createPet: call<CreatePetRequest, CreatePetResponse>("CreatePet"),
-    getPet: call<GetPetRequest, GetPetResponse>("GetPet"),
+    listPets: call<ListPetsRequestInit, ListPetsResponse>("ListPets"),
+    createPet: call<CreatePetRequestInit, CreatePetResponse>("CreatePet"),
+    getPet: call<GetPetRequestInit, GetPetResponse>("GetPet"),
     close: () => client.close(),
   };
 }

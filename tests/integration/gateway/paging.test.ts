@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Pet as ProtoPet, PetStatusName } from "../../../proto/types.ts";
+import type { Pet as ProtoPet, PetStatus } from "../../../proto/generated/petstore-v1.ts";
 import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
 import { recordingFetch } from "../../../testkit/openapi-validator.ts";
 import { petClient, startPetService, type PetClient, type RunningPetService } from "../../../testkit/pet-service.ts";
@@ -70,7 +70,7 @@ function setUp() {
     }
     return pages;
   };
-  const seed = async (count: number, status = (i: number): PetStatusName => PROTO_STATUSES[i % 3]!): Promise<JsonPet[]> => {
+  const seed = async (count: number, status = (i: number): PetStatus => PROTO_STATUSES[i % 3]!): Promise<JsonPet[]> => {
     const created: ProtoPet[] = [];
     for (let i = 0; i < count; i += 50) {
       const batch = Array.from({ length: Math.min(50, count - i) }, (_, j) => grpc.create({ name: `p${i + j}`, categoryId: "3", status: status(i + j) }));

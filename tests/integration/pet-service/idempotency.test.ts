@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorInfoOf, fieldViolationsOf } from "../../../lib/grpc-status-details.ts";
 import { IDEMPOTENCY_TTL_MS } from "../../../pet-service/idempotency.ts";
 import { EXPIRED_KEYS_PER_CREATE } from "../../../pet-service/store/sqlite/idempotency.ts";
-import type { CreatePetRequest, CreatePetResponse } from "../../../proto/types.ts";
+import type { CreatePetRequestInit, CreatePetResponse } from "../../../proto/generated/petstore-v1.ts";
 import { petClient, rejection, startPetService, testDbPath, type PetClient, type RunningPetService } from "../../../testkit/pet-service.ts";
 
 // CreatePet with a request_id over real gRPC and a real SQLite file; time moves on an injected clock.
@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 /** CreatePet's whole response (the helper's create() keeps only the pet). */
-function createPet(request: CreatePetRequest, on: PetClient = client): Promise<CreatePetResponse> {
+function createPet(request: CreatePetRequestInit, on: PetClient = client): Promise<CreatePetResponse> {
   return new Promise((resolve, reject) =>
     on.CreatePet!(request, new grpc.Metadata(), { deadline: Date.now() + 10_000 }, (err: grpc.ServiceError | null, res: CreatePetResponse) =>
       err ? reject(err) : resolve(res),
@@ -65,7 +65,7 @@ describe("CreatePet with a request_id", () => {
     expect(again).toEqual({ pet: first.pet, replayed: true });
     expect(await petsNamed(name)).toBe(1);
     expect(await query("SELECT request_id, pet_id, created_at FROM idempotency_keys WHERE request_id = ?", [requestId])).toEqual([
-      { request_id: requestId, pet_id: Number(first.pet.id), created_at: clock.now },
+      { request_id: requestId, pet_id: Number(first.pet!.id), created_at: clock.now },
     ]);
   });
 
@@ -102,7 +102,7 @@ describe("CreatePet with a request_id", () => {
       const responses = await Promise.all(
         Array.from({ length: 20 }, (_, i) => createPet({ name, categoryId: "9", requestId }, clients[i % clients.length])),
       );
-      expect(new Set(responses.map((r) => r.pet.id)).size).toBe(1);
+      expect(new Set(responses.map((r) => r.pet!.id)).size).toBe(1);
       expect(responses.filter((r) => !r.replayed)).toHaveLength(1);
       expect(await petsNamed(name)).toBe(1);
     } finally {
@@ -118,7 +118,7 @@ describe("CreatePet with a request_id", () => {
     const responses = await Promise.all(calls);
     // 10 plain creates, and two keys shared by the other 20 calls: 12 animals.
     expect(await petsNamed(name)).toBe(12);
-    expect(new Set(responses.map((r) => r.pet.id)).size).toBe(12);
+    expect(new Set(responses.map((r) => r.pet!.id)).size).toBe(12);
   });
 
   it("forgets a request_id after 24 hours: the same request then creates a new animal", async () => {
@@ -129,7 +129,7 @@ describe("CreatePet with a request_id", () => {
     clock.now += 1;
     const later = await createPet({ name, categoryId: "2", requestId });
     expect(later.replayed).toBe(false);
-    expect(later.pet.id).not.toBe(first.pet.id);
+    expect(later.pet!.id).not.toBe(first.pet!.id);
     expect(await petsNamed(name)).toBe(2);
     // The key now belongs to the new create, for another 24 hours.
     expect(await createPet({ name, categoryId: "2", requestId })).toEqual({ pet: later.pet, replayed: true });
@@ -160,7 +160,7 @@ describe("CreatePet with a request_id", () => {
     const c = await createPet({ name, categoryId: "1", requestId: `${name}-1` });
     const d = await createPet({ name, categoryId: "1", requestId: `${name}-2` });
     expect([a, b, c, d].map((r) => r.replayed)).toEqual([false, false, false, false]);
-    expect(new Set([a, b, c, d].map((r) => r.pet.id)).size).toBe(4);
+    expect(new Set([a, b, c, d].map((r) => r.pet!.id)).size).toBe(4);
     expect(await petsNamed(name)).toBe(4);
   });
 
@@ -191,7 +191,7 @@ describe("CreatePet with a request_id", () => {
       const responses = await Promise.all(
         Array.from({ length: 20 }, (_, i) => createPet({ name: "Shared", categoryId: "1", requestId: "two-writers" }, clients[i % 2])),
       );
-      expect(new Set(responses.map((r) => r.pet.id)).size).toBe(1);
+      expect(new Set(responses.map((r) => r.pet!.id)).size).toBe(1);
       expect(responses.filter((r) => !r.replayed)).toHaveLength(1);
     } finally {
       for (const c of clients) c.close();

@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fieldViolationsOf } from "../../../pet-service/grpc-errors.ts";
-import type { ListPetsRequest, Pet, PetStatusName } from "../../../proto/types.ts";
+import type { ListPetsRequestInit, Pet, PetStatus } from "../../../proto/generated/petstore-v1.ts";
 import { freshService, petClient, rejection, startPetService, testDbPath, type PetClient } from "../../../testkit/pet-service.ts";
 
 /** ListPets paging (AIP-158) over real gRPC and a real SQLite file. */
@@ -9,7 +9,7 @@ import { freshService, petClient, rejection, startPetService, testDbPath, type P
 const STATUSES = ["PET_STATUS_AVAILABLE", "PET_STATUS_PENDING", "PET_STATUS_SOLD"] as const;
 
 
-async function seed(client: PetClient, count: number, status = (i: number): PetStatusName => STATUSES[i % 3]!): Promise<Pet[]> {
+async function seed(client: PetClient, count: number, status = (i: number): PetStatus => STATUSES[i % 3]!): Promise<Pet[]> {
   const pets: Pet[] = [];
   // In batches: concurrent creates share commits, and the ids still follow acknowledgement order.
   for (let i = 0; i < count; i += 50) {
@@ -20,7 +20,7 @@ async function seed(client: PetClient, count: number, status = (i: number): PetS
 }
 
 /** Follows next_page_token from the first page to the last; every page as it came. */
-async function walk(client: PetClient, request: ListPetsRequest): Promise<{ pages: Pet[][]; tokens: string[] }> {
+async function walk(client: PetClient, request: ListPetsRequestInit): Promise<{ pages: Pet[][]; tokens: string[] }> {
   const pages: Pet[][] = [];
   const tokens: string[] = [];
   let pageToken = "";
@@ -72,7 +72,7 @@ describe("walking 250 pets with limit 100", () => {
     const sold = await client().page({ limit: 2, status: "PET_STATUS_SOLD" });
     const token = sold.nextPageToken;
     const flip = (at: number) => token.slice(0, at) + (token[at] === "A" ? "B" : "A") + token.slice(at + 1);
-    const cases: [string, ListPetsRequest, RegExp][] = [
+    const cases: [string, ListPetsRequestInit, RegExp][] = [
       ["malformed", { pageToken: "not-a-token" }, /^page_token is malformed/],
       ["truncated", { status: "PET_STATUS_SOLD", pageToken: token.slice(0, -2) }, /^page_token is malformed/],
       ["altered position", { status: "PET_STATUS_SOLD", pageToken: flip(10) }, /^page_token was not issued by this service/],

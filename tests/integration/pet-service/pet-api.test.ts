@@ -4,10 +4,10 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { fieldViolationsOf } from "../../../pet-service/grpc-errors.ts";
-import type { CreatePetRequest, Pet, PetStatusName } from "../../../proto/types.ts";
+import type { CreatePetRequestInit, Pet, PetStatus } from "../../../proto/generated/petstore-v1.ts";
 import { checkHealth, freshService, HealthClient, rejection, sideConnection, startPetService } from "../../../testkit/pet-service.ts";
 
-const unknownStatus = (n: number) => n as unknown as PetStatusName;
+const unknownStatus = (n: number) => n as unknown as PetStatus;
 
 describe("CreatePet and GetPet", () => {
   const { client } = freshService();
@@ -39,7 +39,7 @@ describe("CreatePet and GetPet", () => {
     expect(ids.every((id, i) => i === 0 || id > ids[i - 1]!)).toBe(true);
   });
 
-  it.each<[string, CreatePetRequest, Record<string, RegExp>]>([
+  it.each<[string, CreatePetRequestInit, Record<string, RegExp>]>([
     ["no name", { categoryId: "1" }, { name: /^name is required$/ }],
     ["a blank name", { name: " \t ", categoryId: "1" }, { name: /^name is required$/ }],
     ["101 code points", { name: "🐾".repeat(101), categoryId: "1" }, { name: /^name must be at most 100 characters/ }],

@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Pet } from "../../../proto/types.ts";
+import type { Pet } from "../../../proto/generated/petstore-v1.ts";
 import { freePort } from "../../../testkit/net.ts";
 import {
   checkHealth,

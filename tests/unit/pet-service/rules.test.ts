@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { checkListQuery, checkNewPet, checkPetId, NAME_MAX_LENGTH, namesNoPet, type Checked } from "../../../pet-service/rules.ts";
 import { createPageTokens } from "../../../pet-service/page-token.ts";
-import type { CreatePetRequest, PetStatusName } from "../../../proto/types.ts";
+import type { CreatePetRequestInit, PetStatus } from "../../../proto/generated/petstore-v1.ts";
 import { INT64_MAX } from "../../../lib/int64.ts";
 import type { FieldViolation } from "../../../lib/grpc-status-details.ts";
 
@@ -65,14 +65,14 @@ describe("checkNewPet", () => {
   });
 
   it("refuses a status number outside the enum", () => {
-    const request = { ...valid, status: 7 as unknown as PetStatusName };
+    const request = { ...valid, status: 7 as unknown as PetStatus };
     expect(violationsOf(checkNewPet(request))).toEqual([
       { field: "status", description: "status must be one of PET_STATUS_AVAILABLE, PET_STATUS_PENDING, PET_STATUS_SOLD (got 7)" },
     ]);
   });
 
   it("reports every offending field at once", () => {
-    const request: CreatePetRequest = { name: " ", categoryId: "-3", status: 9 as unknown as PetStatusName };
+    const request: CreatePetRequestInit = { name: " ", categoryId: "-3", status: 9 as unknown as PetStatus };
     expect(violationsOf(checkNewPet(request)).map((v) => v.field)).toEqual(["name", "category_id", "status"]);
   });
 
@@ -117,7 +117,7 @@ describe("checkListQuery", () => {
   it("filters by a known status, not by UNSPECIFIED, and refuses numbers outside the enum", () => {
     expect(checkListQuery({ status: "PET_STATUS_SOLD" }, tokens)).toEqual({ ok: true, value: { limit: 20, status: "sold" } });
     expect(checkListQuery({ status: "PET_STATUS_UNSPECIFIED" }, tokens)).toEqual({ ok: true, value: { limit: 20 } });
-    const checked = checkListQuery({ limit: 500, status: 4 as unknown as PetStatusName }, tokens);
+    const checked = checkListQuery({ limit: 500, status: 4 as unknown as PetStatus }, tokens);
     expect(violationsOf(checked).map((v) => v.field)).toEqual(["limit", "status"]);
   });
 

@@ -1,16 +1,23 @@
+import { createRequire } from "node:module";
+import path from "node:path";
 import fc from "fast-check";
-import type * as protoLoader from "@grpc/proto-loader";
+import * as protoLoader from "@grpc/proto-loader";
 import { describe, expect, it } from "vitest";
-import { petstore_v1_PetService as CODECS } from "../../../proto/codecs.generated.ts";
+import type { Codec } from "../../../proto/codec-runtime.ts";
+import * as GOOGLE_RPC from "../../../proto/generated/google-rpc.ts";
+import { petstore_v1_PetService } from "../../../proto/generated/petstore-v1.ts";
 import { withGeneratedCodecs } from "../../../proto/generated-codecs.ts";
-import { loadPetServiceDefinition, PET_SERVICE_NAME } from "../../../proto/load.ts";
+import { LOADER_OPTIONS, loadPetServiceDefinition, PET_SERVICE_NAME } from "../../../proto/load.ts";
 import { createPageTokens } from "../../../pet-service/page-token.ts";
 import { PET_STATUSES } from "../../../pet-service/store/pet-store.ts";
 
 /**
  * The generated codecs against proto-loader (protobufjs), byte for byte: every message the
- * service uses, random contents in both directions.
+ * service uses and the google.rpc error details, random contents in both directions.
  */
+/** The codecs as the tests drive them: with values no type allows, too. */
+type AnyCodec = Codec<unknown, unknown>;
+const CODECS = petstore_v1_PetService as unknown as Record<string, { request: AnyCodec; response: AnyCodec }>;
 const definition = loadPetServiceDefinition();
 const loader = definition[PET_SERVICE_NAME] as protoLoader.ServiceDefinition;
 const RUNS = 300;
@@ -83,33 +90,69 @@ const unknownField = fc
     return Buffer.from([...tag, ...value]);
   });
 
+/** Checks `ours` against proto-loader's (de)serializer of the same message on random contents. */
+function agreesWithProtoLoader(
+  what: string,
+  ours: AnyCodec,
+  theirs: { serialize(value: object): Buffer; deserialize(bytes: Buffer): object },
+  arbitrary: fc.Arbitrary<object>,
+): void {
+  it(`encodes every ${what} to the bytes proto-loader writes`, () => {
+    fc.assert(
+      fc.property(arbitrary, (message) => {
+        expect(ours.encode(message).toString("hex")).toBe(theirs.serialize(message).toString("hex"));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it(`decodes the bytes of every ${what} to the object proto-loader gives, unknown fields skipped`, () => {
+    fc.assert(
+      fc.property(arbitrary, fc.array(unknownField, { maxLength: 2 }), (message, unknown) => {
+        const bytes = Buffer.concat([theirs.serialize(message), ...unknown]);
+        expect(ours.decode(bytes)).toStrictEqual(theirs.deserialize(bytes));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+}
+
 describe.each(Object.keys(MESSAGES))("%s", (method) => {
   const ours = CODECS[method]!;
   const theirs = loader[method]!;
-  for (const side of ["request", "response"] as const) {
-    const arbitrary = MESSAGES[method]![side];
-    const serialize = side === "request" ? theirs.requestSerialize : theirs.responseSerialize;
-    const deserialize = side === "request" ? theirs.requestDeserialize : theirs.responseDeserialize;
+  agreesWithProtoLoader("request", ours.request, { serialize: theirs.requestSerialize, deserialize: theirs.requestDeserialize }, MESSAGES[method]!.request);
+  agreesWithProtoLoader("response", ours.response, { serialize: theirs.responseSerialize, deserialize: theirs.responseDeserialize }, MESSAGES[method]!.response);
+});
 
-    it(`encodes every ${side} to the bytes proto-loader writes`, () => {
-      fc.assert(
-        fc.property(arbitrary, (message) => {
-          expect(ours[side].encode(message).toString("hex")).toBe(serialize(message).toString("hex"));
-        }),
-        { numRuns: RUNS },
-      );
-    });
+// The rich error model, from the same .proto files (google-proto-files) proto-loader reads here.
+const googleProtos = path.dirname(createRequire(import.meta.url).resolve("google-proto-files/package.json"));
+const googleRpc = protoLoader.loadSync(["google/rpc/status.proto", "google/rpc/error_details.proto"], { ...LOADER_OPTIONS, includeDirs: [googleProtos] });
+const bytes = fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b));
+const localized = partial({ locale: text, message: text });
+const GOOGLE_MESSAGES: Record<string, { ours: AnyCodec; arbitrary: fc.Arbitrary<object> }> = {
+  "google.rpc.Status": {
+    ours: GOOGLE_RPC.google_rpc_Status as AnyCodec,
+    arbitrary: partial({ code: int32, message: text, details: fc.array(partial({ type_url: text, value: bytes }), { maxLength: 3 }) }),
+  },
+  "google.rpc.BadRequest": {
+    ours: GOOGLE_RPC.google_rpc_BadRequest as AnyCodec,
+    arbitrary: partial({
+      fieldViolations: fc.array(partial({ field: text, description: text, reason: text, localizedMessage: fc.oneof(localized, fc.constant(null)) }), { maxLength: 4 }),
+    }),
+  },
+  "google.rpc.ErrorInfo": {
+    ours: GOOGLE_RPC.google_rpc_ErrorInfo as AnyCodec,
+    arbitrary: partial({ reason: text, domain: text, metadata: fc.dictionary(text, text, { maxKeys: 4 }) }),
+  },
+  "google.rpc.RetryInfo": {
+    ours: GOOGLE_RPC.google_rpc_RetryInfo as AnyCodec,
+    arbitrary: partial({ retryDelay: fc.oneof(partial({ seconds: int64, nanos: int32 }), fc.constant(null)) }),
+  },
+};
 
-    it(`decodes the bytes of every ${side} to the object proto-loader gives, unknown fields skipped`, () => {
-      fc.assert(
-        fc.property(arbitrary, fc.array(unknownField, { maxLength: 2 }), (message, unknown) => {
-          const bytes = Buffer.concat([serialize(message), ...unknown]);
-          expect(ours[side].decode(bytes)).toStrictEqual(deserialize(bytes));
-        }),
-        { numRuns: RUNS },
-      );
-    });
-  }
+describe.each(Object.keys(GOOGLE_MESSAGES))("%s", (name) => {
+  const theirs = googleRpc[name] as protoLoader.MessageTypeDefinition<object, object>;
+  agreesWithProtoLoader("message", GOOGLE_MESSAGES[name]!.ours, theirs, GOOGLE_MESSAGES[name]!.arbitrary);
 });
 
 describe("the generated codecs on the service definition", () => {

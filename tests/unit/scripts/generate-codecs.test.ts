@@ -1,8 +1,9 @@
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import { expect, it } from "vitest";
-import { GENERATED_FILE, generateCodecs } from "../../../scripts/generate-codecs.ts";
+import { GENERATED_DIR, GENERATED_FILES, generateFile } from "../../../scripts/generate-codecs.ts";
 
-/** The committed codecs are what `npm run generate:codecs` makes of the proto today: never a hand-edited copy. */
-it("regenerating the codecs from the proto gives the committed proto/codecs.generated.ts byte for byte", () => {
-  expect(generateCodecs()).toBe(readFileSync(GENERATED_FILE, "utf8"));
+/** The committed codecs and types are what `npm run generate:codecs` makes of the protos today: never a hand-edited copy. */
+it.each(GENERATED_FILES.map((spec) => [spec.file, spec] as const))("regenerating proto/generated/%s from its protos gives the committed file byte for byte", (file, spec) => {
+  expect(generateFile(spec)).toBe(readFileSync(path.join(GENERATED_DIR, file), "utf8"));
 });

@@ -6,7 +6,7 @@
 import fc from "fast-check";
 import { parse } from "lossless-json";
 import { describe, expect, it } from "vitest";
-import type { Pet } from "../../../../proto/types.ts";
+import type { Pet } from "../../../../proto/generated/petstore-v1.ts";
 import { ApiError } from "../../../../gateway/http/errors.ts";
 import { toInt64 } from "../../../../gateway/http/int64.ts";
 import { parseJsonBody } from "../../../../gateway/http/json-body.ts";
@@ -76,7 +76,7 @@ function violationsOf(fn: () => unknown): { field: string; message: string }[] {
   throw new Error("expected a 400 ApiError");
 }
 
-describe("JSON → CreatePetRequest", () => {
+describe("JSON → CreatePetRequestInit", () => {
   it("maps every int64 categoryId to its exact decimal string", () => {
     fc.assert(
       fc.property(int64, (n) => {
@@ -126,7 +126,7 @@ describe("Pet → JSON", () => {
       fc.property(int64, int64, fc.string({ unit: "grapheme", maxLength: 20 }), (id, categoryId, name) => {
         const request = toCreatePetRequest(parseJsonBody(JSON.stringify({ name }).replace(/}$/, `,"categoryId":${categoryId}}`)));
         // What the pet service would answer with (it owns the id and the business rules).
-        const pet: Pet = { id: String(id), name: request.name ?? "", categoryId: request.categoryId!, status: "PET_STATUS_AVAILABLE" };
+        const pet: Pet = { id: String(id), name: request.name ?? "", categoryId: String(request.categoryId), status: "PET_STATUS_AVAILABLE" };
         const back = readBack(petsJson([pet, pet])) as unknown[];
         expect(back).toEqual([0, 1].map(() => ({ id, name: request.name ?? "", categoryId, status: "available" })));
       }),
@@ -142,7 +142,7 @@ describe("Pet → JSON", () => {
   });
 });
 
-describe("path → GetPetRequest (toInt64)", () => {
+describe("path → GetPetRequestInit (toInt64)", () => {
   it("accepts every int64 in canonical form, and only that", () => {
     fc.assert(
       fc.property(int64, (n) => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from "vitest";
 import { createTestKeys, type TestKeys } from "./gateway.ts";
 import { freePort } from "./net.ts";
 import { startPetService, type RunningPetService } from "./pet-service.ts";
-import { launchTsx } from "./process.ts";
+import { launchNode } from "./process.ts";
 
 /** The real gateway process (`node gateway/main.ts`), as operators run it. */
 export interface GatewayProcess {
@@ -16,7 +16,7 @@ export interface GatewayProcess {
 
 export async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
   const port = await freePort();
-  const { child, output, exited } = launchTsx("gateway/main.ts", { GATEWAY_HOST: "127.0.0.1", GATEWAY_PORT: String(port), ...env });
+  const { child, output, exited } = launchNode("gateway/main.ts", { GATEWAY_HOST: "127.0.0.1", GATEWAY_PORT: String(port), ...env });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 20_000;
   for (;;) {

@@ -12,7 +12,7 @@ import type { PetServiceMetrics } from "../pet-service/metrics.ts";
 import { createServer } from "../pet-service/server.ts";
 import { SqlitePetStore } from "../pet-service/store/sqlite/store.ts";
 import { afterAll, beforeAll } from "vitest";
-import { launchTsx, type Exit, type Launched } from "./process.ts";
+import { launchNode, type Exit, type Launched } from "./process.ts";
 
 const START_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 12_000;
@@ -125,7 +125,7 @@ export async function runPetServiceToExit(env: Record<string, string>): Promise<
 
 function launch(env: Record<string, string>): Launched {
   // The listening line (info) is how the helper learns the port.
-  return launchTsx("pet-service/main.ts", { PET_SERVICE_HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
+  return launchNode("pet-service/main.ts", { PET_SERVICE_HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
 }
 
 /** The ports from the "pet-service listening" log line (PET_SERVICE_PORT=0 / METRICS_PORT=0 pick free ones). */

@@ -21,7 +21,7 @@ export interface Launched {
  * Starts `entry` with `env` over this process's environment — never with the developer's or
  * CI's REDIS_URL, so a test only reaches the Redis it started.
  */
-export function launchTsx(entry: string, env: Record<string, string>, args: string[] = []): Launched {
+export function launchNode(entry: string, env: Record<string, string>, args: string[] = []): Launched {
   const { REDIS_URL: _never, ...inherited } = process.env;
   const child = spawn(process.execPath, [entry, ...args], {
     cwd: REPO_ROOT,

@@ -6,7 +6,7 @@ import { openPetStore } from "../../../pet-service/store/open-store.ts";
 import type { NewPet, Pet, PetStatus, PetStore } from "../../../pet-service/store/pet-store.ts";
 import { testDbPath } from "../../../testkit/pet-service.ts";
 import { createTestDatabase, type TestDatabase } from "../../../testkit/postgres.ts";
-import { launchTsx, type Exit } from "../../../testkit/process.ts";
+import { launchNode, type Exit } from "../../../testkit/process.ts";
 import { walk } from "../pet-service/store/conformance.ts";
 
 // npm run pets-db -- copy: SQLite → PostgreSQL → SQLite with 10,000 pets, as an operator runs it.
@@ -15,7 +15,7 @@ const PETS = 10_000;
 const STATUSES: PetStatus[] = ["available", "pending", "sold"];
 const INT64_MAX = 2n ** 63n - 1n;
 
-const copy = async (...args: string[]): Promise<Exit> => (await launchTsx("tools/pets-db.ts", {}, ["copy", ...args])).exited;
+const copy = async (...args: string[]): Promise<Exit> => (await launchNode("tools/pets-db.ts", {}, ["copy", ...args])).exited;
 
 let sqliteFrom: Awaited<ReturnType<typeof testDbPath>>;
 let sqliteBack: Awaited<ReturnType<typeof testDbPath>>;

@@ -1,0 +1,129 @@
+/** Checks of deploy/compose.yaml against the code; each returns the problems it finds. */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { parseAllDocuments } from "yaml";
+import { privateKeyDir } from "../../lib/api-key-format.ts";
+import { DEFAULT_KEYS_DIR } from "../../lib/keys-dir.ts";
+import { GATEWAY_ENV } from "../../gateway/config.ts";
+import { isPostgresUrl } from "../../pet-service/store/pets-db-url.ts";
+import { PET_SERVICE_NAME } from "../../proto/load.ts";
+import { ROOT, DEPLOY, type ProcessFacts, gatewayFacts, petFacts, FACTS, effectivePort, type Check } from "./facts.ts";
+
+// ---------------------------------------------------------------------------------------------
+// compose
+// ---------------------------------------------------------------------------------------------
+
+interface ComposeService {
+  image?: string;
+  build?: { context: string; dockerfile: string };
+  command?: string[];
+  environment?: Record<string, string>;
+  ports?: string[];
+  volumes?: (string | { type: string; source?: string; target: string; read_only?: boolean })[];
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] };
+  deploy?: { replicas?: number };
+  read_only?: boolean;
+  stop_grace_period?: string;
+}
+export interface Compose {
+  services: Record<string, ComposeService>;
+}
+
+/**
+ * compose.yaml as `docker compose config` sees it with its variables set: `${NAME}`,
+ * `${NAME:?message}` and `${NAME:-default}` become `example-name` (the operator's value).
+ */
+export function loadCompose(): Compose {
+  const text = readFileSync(path.join(DEPLOY, "compose.yaml"), "utf8").replace(/\$\{([A-Z_][A-Z0-9_]*)(?::?[?-][^}]*)?\}/g, (_, name: string) => `example-${name.toLowerCase().replaceAll("_", "-")}`);
+  return parseAllDocuments(text, { merge: true })[0]!.toJS() as Compose;
+}
+
+const composeServicesOf = (c: Compose, f: ProcessFacts) =>
+  Object.entries(c.services).filter(([, s]) => JSON.stringify(s.command) === JSON.stringify(["node", f.entry]));
+
+export const composeChecks: Record<string, Check<Compose>> = {
+  "compose runs postgres, redis, a pet-service with 2+ replicas and two gateways from the deploy/Dockerfile image": (c) => {
+    const problems: string[] = [];
+    if (!c.services.redis?.image?.startsWith("redis:")) problems.push("no redis service");
+    if (!c.services.postgres?.image?.startsWith("postgres:")) problems.push("no postgres service");
+    const pets = composeServicesOf(c, petFacts);
+    const gws = composeServicesOf(c, gatewayFacts);
+    if (pets.length !== 1 || pets[0]![0] !== "pet-service") problems.push(`want one pet-service service (scaled with deploy.replicas), got ${pets.map(([n]) => n)}`);
+    if ((pets[0]?.[1].deploy?.replicas ?? 1) < 2) problems.push(`pet-service: deploy.replicas ${pets[0]?.[1].deploy?.replicas} (want 2 or more)`);
+    if (gws.length !== 2) problems.push(`want two gateway services, got ${gws.map(([n]) => n)}`);
+    for (const [name, s] of [...pets, ...gws]) {
+      if (!s.build || path.resolve(DEPLOY, s.build.context) !== path.resolve(ROOT) || s.build.dockerfile !== "deploy/Dockerfile") {
+        problems.push(`${name}: build must be context .. and dockerfile deploy/Dockerfile`);
+      }
+      if (s.image !== pets[0]?.[1].image) problems.push(`${name}: all processes share one image`);
+      if (s.read_only !== true) problems.push(`${name}: read_only root filesystem`);
+      if (!s.volumes?.some((v) => typeof v === "object" && v.type === "tmpfs" && v.target === "/tmp")) problems.push(`${name}: /tmp tmpfs`);
+    }
+    return problems;
+  },
+
+  "compose environments use only variables the processes read, with values they accept": (c) => {
+    const problems: string[] = [];
+    for (const f of Object.values(FACTS)) {
+      for (const [name, s] of composeServicesOf(c, f)) {
+        const env = s.environment ?? {};
+        for (const v of Object.keys(env)) if (!f.envNames.has(v)) problems.push(`${name}: ${v} is not a variable the ${f.id} reads`);
+        try {
+          f.validate(env);
+        } catch (err) {
+          problems.push(`${name} refuses its environment: ${(err as Error).message}`);
+        }
+      }
+    }
+    return problems;
+  },
+
+  "compose ports, addresses and health checks agree with the processes": (c) => {
+    const problems: string[] = [];
+    const [petName, pet] = composeServicesOf(c, petFacts)[0] ?? ["?", undefined];
+    const petEnv = pet?.environment ?? {};
+    const petPort = effectivePort(petFacts, petEnv);
+    if (petEnv.PET_SERVICE_HOST !== "0.0.0.0") problems.push("pet-service must listen on 0.0.0.0 in a container");
+    const hc = pet?.healthcheck?.test ?? [];
+    if (JSON.stringify(hc) !== JSON.stringify(["CMD", "node", "deploy/grpc-health-check.mjs", `127.0.0.1:${petPort}`, PET_SERVICE_NAME])) {
+      problems.push(`pet-service healthcheck ${JSON.stringify(hc)} (want the gRPC health check of ${PET_SERVICE_NAME} on ${petPort})`);
+    }
+    // Several replicas: the store is PostgreSQL, the compose service that keeps its data on a volume.
+    const db = isPostgresUrl(petEnv.PETS_DB ?? "") ? new URL(petEnv.PETS_DB!) : undefined;
+    if (db?.hostname !== "postgres" || (db.port || "5432") !== "5432") problems.push(`pet-service PETS_DB must be a postgres:// URL of the postgres service (got ${petEnv.PETS_DB})`);
+    if (pet?.depends_on?.postgres?.condition !== "service_healthy") problems.push(`${petName}: depends_on postgres service_healthy`);
+    if (!c.services.postgres?.healthcheck) problems.push("postgres has no healthcheck");
+    if (!c.services.postgres?.volumes?.some((v) => (typeof v === "string" ? v.split(":")[1] : v.target) === "/var/lib/postgresql/data")) {
+      problems.push("postgres keeps its data on a volume at /var/lib/postgresql/data");
+    }
+    if (pet?.ports?.length) problems.push(`${petName}: replicas cannot share a published host port`);
+    for (const [name, s] of composeServicesOf(c, gatewayFacts)) {
+      const env = s.environment ?? {};
+      const port = effectivePort(gatewayFacts, env);
+      if (env.PET_SERVICE_ADDR !== `dns:///${petName}:${petPort}`) problems.push(`${name}: PET_SERVICE_ADDR=${env.PET_SERVICE_ADDR} (want dns:///${petName}:${petPort})`);
+      const redis = env.REDIS_URL ? new URL(env.REDIS_URL) : undefined;
+      if (redis?.hostname !== "redis" || (redis.port || "6379") !== "6379") problems.push(`${name}: REDIS_URL must point at the redis service`);
+      if (!s.ports?.length || s.ports.some((p) => Number(p.split(":").at(-1)) !== port)) problems.push(`${name}: published ports ${JSON.stringify(s.ports)} must target ${port}`);
+      const test = s.healthcheck?.test.join(" ") ?? "";
+      if (!test.includes(`http://127.0.0.1:${port}/readyz`)) problems.push(`${name}: healthcheck must GET /readyz on ${port}`);
+      for (const dep of [petName, "redis"]) {
+        if (s.depends_on?.[dep]?.condition !== "service_healthy") problems.push(`${name}: depends_on ${dep} service_healthy`);
+        if (!c.services[dep]?.healthcheck) problems.push(`${dep} has no healthcheck`);
+      }
+      const keysDir = env.KEYS_DIR ?? "";
+      const mounts = (s.volumes ?? []).filter((v): v is Exclude<typeof v, string> => typeof v === "object");
+      const keys = mounts.find((v) => v.target === keysDir);
+      if (keys?.type !== "bind" || keys.read_only !== true || path.resolve(DEPLOY, keys.source ?? "") !== path.join(ROOT, DEFAULT_KEYS_DIR)) {
+        problems.push(`${name}: KEYS_DIR ${keysDir} must be the operator's ${DEFAULT_KEYS_DIR}/ directory (the keys tooling's default), read-only`);
+      }
+      if (!mounts.some((v) => v.type === "tmpfs" && v.target === privateKeyDir(keysDir))) problems.push(`${name}: the signing keys (${privateKeyDir(keysDir)}) must be masked`);
+      const grace = Number(/^(\d+)s$/.exec(s.stop_grace_period ?? "")?.[1]) * 1000;
+      const parsed = GATEWAY_ENV.safeParse(env);
+      if (!parsed.success || !(grace > parsed.data.SHUTDOWN_GRACE_MS)) problems.push(`${name}: stop_grace_period must exceed SHUTDOWN_GRACE_MS`);
+    }
+    const published = composeServicesOf(c, gatewayFacts).flatMap(([, s]) => s.ports ?? []);
+    if (new Set(published.map((p) => p.split(":").slice(0, -1).join(":"))).size !== published.length) problems.push("gateways publish the same host port");
+    return problems;
+  },
+};

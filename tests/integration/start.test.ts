@@ -55,7 +55,7 @@ it("starts both processes, prints a working curl line and the docs URL, and stop
   expect(shown).toBeDefined();
   expect(normalize(stdout)).toEqual(normalize(shown!));
 
-  // The printed docs URL serves the reference page (tests/integration/gateway/docs.test.ts opens it in a browser).
+  // The printed docs URL serves the reference page (tests/integration/gateway/ops/docs.test.ts opens it in a browser).
   const docsUrl = /Docs: +(\S+)/.exec(stdout)?.[1];
   expect(docsUrl).toBe(`http://localhost:${gatewayPort}/docs`);
   const docs = await fetch(docsUrl!.replace("localhost", "127.0.0.1"));

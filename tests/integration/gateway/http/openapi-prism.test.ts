@@ -1,16 +1,16 @@
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { GET_PET_DEPRECATION } from "../../../gateway/http/deprecation.ts";
-import { fakeClock } from "../../../testkit/fake-clock.ts";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
-import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
-import { startPrismProxy, violationsOf, type PrismProxy, type Violation } from "../../../testkit/prism.ts";
+import { GET_PET_DEPRECATION } from "../../../../gateway/http/deprecation.ts";
+import { fakeClock } from "../../../../testkit/fake-clock.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../../testkit/gateway.ts";
+import { startPetService, type RunningPetService } from "../../../../testkit/pet-service.ts";
+import { startPrismProxy, violationsOf, type PrismProxy, type Violation } from "../../../../testkit/prism.ts";
 
 // The API description as its users' tools read it: Stoplight Prism, as a validating proxy in front
 // of the real gateway, checks every response of real traffic against gateway/http/openapi.json.
 // (Prism read an error schema written as `$ref` + sibling keywords as a replacement of Error, and
 // flagged every error body: "must NOT have additional properties; found 'message'".)
-const ROOT = path.resolve(import.meta.dirname, "../../..");
+const ROOT = path.resolve(import.meta.dirname, "../../../..");
 const clock = fakeClock();
 let pets: RunningPetService;
 let keys: TestKeys;

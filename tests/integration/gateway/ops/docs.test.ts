@@ -1,9 +1,9 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DOCS_CSP } from "../../../gateway/ops/docs.ts";
-import { launchChromium, recordPage, type PageRecord } from "../../../testkit/browser.ts";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
-import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
+import { DOCS_CSP } from "../../../../gateway/ops/docs.ts";
+import { launchChromium, recordPage, type PageRecord } from "../../../../testkit/browser.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../../testkit/gateway.ts";
+import { startPetService, type RunningPetService } from "../../../../testkit/pet-service.ts";
 
 // GET /docs as a reader sees it: the real gateway wiring and pet service, opened in headless
 // Chromium (Debian's), with every request and console message recorded.

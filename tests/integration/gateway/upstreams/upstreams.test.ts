@@ -1,9 +1,9 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../../../testkit/net.ts";
-import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { freePort } from "../../../../testkit/net.ts";
+import { startPetService, type RunningPetService } from "../../../../testkit/pet-service.ts";
+import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../../testkit/gateway.ts";
 
 // /v1/store/* and /v1/categories* forwarded to real HTTP upstreams the test runs.
 let pets: RunningPetService;

@@ -2,10 +2,10 @@ import { once } from "node:events";
 import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnGateway, type GatewayProcess } from "../../../testkit/gateway-process.ts";
-import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
-import { createTestKeys, type TestKeys } from "../../../testkit/gateway.ts";
-import { until } from "../../../testkit/until.ts";
+import { spawnGateway, type GatewayProcess } from "../../../../testkit/gateway-process.ts";
+import { startPetService, type RunningPetService } from "../../../../testkit/pet-service.ts";
+import { createTestKeys, type TestKeys } from "../../../../testkit/gateway.ts";
+import { until } from "../../../../testkit/until.ts";
 
 // What operators rely on: probes, metrics, logs and a clean shutdown of the real gateway process.
 let pets: RunningPetService;

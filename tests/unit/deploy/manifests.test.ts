@@ -675,11 +675,13 @@ interface Compose {
 }
 
 /**
- * compose.yaml as `docker compose config` sees it with its variables set: `${NAME}`,
- * `${NAME:?message}` and `${NAME:-default}` become `example-name` (the operator's value).
+ * compose.yaml as `docker compose config` sees it: `${NAME}` and `${NAME:?message}` become
+ * `example-name` (the operator's value), `${NAME:-default}` its default (left unset).
  */
 function loadCompose(): Compose {
-  const text = readFileSync(path.join(DEPLOY, "compose.yaml"), "utf8").replace(/\$\{([A-Z_][A-Z0-9_]*)(?::?[?-][^}]*)?\}/g, (_, name: string) => `example-${name.toLowerCase().replaceAll("_", "-")}`);
+  const text = readFileSync(path.join(DEPLOY, "compose.yaml"), "utf8")
+    .replace(/\$\{[A-Z_][A-Z0-9_]*:?-([^}]*)\}/g, "$1")
+    .replace(/\$\{([A-Z_][A-Z0-9_]*)(?::?\?[^}]*)?\}/g, (_, name: string) => `example-${name.toLowerCase().replaceAll("_", "-")}`);
   return parseAllDocuments(text, { merge: true })[0]!.toJS() as Compose;
 }
 

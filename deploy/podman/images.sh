@@ -13,7 +13,7 @@
 #                                               manifests' image names)
 #
 # The base images are kept in podman's store (deploy/podman/env.sh) under a content key of
-# their inputs (this script, their Containerfiles, the versions, the host's local CAs), so a
+# their inputs (debian-rootfs.sh, their Containerfiles, the versions, the host's local CAs), so a
 # second run reuses them and any change rebuilds them. The application image is rebuilt every
 # run with podman's layer cache (unchanged steps are reused).
 #
@@ -49,41 +49,14 @@ trap cleanup EXIT
 # ---- Debian base: debootstrap --variant=minbase, imported as an image.
 local_cas=()
 for f in /usr/local/share/ca-certificates/*.crt; do [ -f "$f" ] && local_cas+=("$f"); done
-debian_key=$(key "${BASH_SOURCE[0]}" "$SUITE" "${local_cas[@]}")
+debian_key=$(key "$HERE/debian-rootfs.sh" "$SUITE" "${local_cas[@]}")
 DEBIAN_IMAGE=localhost/pet-store-debian:$SUITE-$debian_key
 if ! podman image exists "$DEBIAN_IMAGE"; then
   t=$(date +%s)
-  log "debootstrap $SUITE from $DEBIAN_MIRROR (once per change of this script)"
+  log "debootstrap $SUITE from $DEBIAN_MIRROR (once per change of debian-rootfs.sh)"
   build=$(mktemp -d "$WORK/build.XXXXXX")
-  mkdir -p "$PET_STORE_PODMAN_DIR/debootstrap-cache"
-  debootstrap --variant=minbase --include=ca-certificates --cache-dir="$PET_STORE_PODMAN_DIR/debootstrap-cache" \
-    "$SUITE" "$build/rootfs" "$DEBIAN_MIRROR" >"$build/debootstrap.log" 2>&1 || {
-    tail -n 20 "$build/debootstrap.log" >&2
-    exit 1
-  }
   rootfs=$build/rootfs
-  cat >"$rootfs/etc/apt/sources.list" <<EOF
-deb $DEBIAN_MIRROR $SUITE main
-deb $DEBIAN_MIRROR $SUITE-updates main
-deb http://deb.debian.org/debian-security $SUITE-security main
-EOF
-  # As Debian's official images: package installs start no service, apt keeps no package
-  # files or caches, and (as the -slim images) no documentation, manual pages or translations.
-  printf '#!/bin/sh\nexit 101\n' >"$rootfs/usr/sbin/policy-rc.d"
-  chmod 755 "$rootfs/usr/sbin/policy-rc.d"
-  clean='rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true'
-  printf 'DPkg::Post-Invoke { "%s"; };\nAPT::Update::Post-Invoke { "%s"; };\nDir::Cache::pkgcache "";\nDir::Cache::srcpkgcache "";\n' \
-    "$clean" "$clean" >"$rootfs/etc/apt/apt.conf.d/docker-clean"
-  printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' 'path-exclude /usr/share/man/*' \
-    'path-exclude /usr/share/info/*' 'path-exclude /usr/share/locale/*' >"$rootfs/etc/dpkg/dpkg.cfg.d/docker"
-  find "$rootfs/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
-  rm -rf "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/locale/*
-  # The host's own CAs (a TLS-inspecting proxy's, say), so npm in a build trusts what the host's does.
-  if [ ${#local_cas[@]} -gt 0 ]; then
-    cp "${local_cas[@]}" "$rootfs/usr/local/share/ca-certificates/"
-    chroot "$rootfs" update-ca-certificates >/dev/null
-  fi
-  rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/log/*.log
+  bash "$HERE/debian-rootfs.sh" "$rootfs" "$SUITE" "$DEBIAN_MIRROR" "$PET_STORE_PODMAN_DIR/debootstrap-cache" "${local_cas[@]}"
   tar -C "$rootfs" --numeric-owner -c . | podman import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'CMD ["bash"]' \
@@ -132,4 +105,10 @@ podman build --quiet --network host --ignorefile "$ROOT/deploy/Dockerfile.docker
   --build-arg "NODE_IMAGE=$NODE_IMAGE" -f "$ROOT/deploy/Dockerfile" \
   -t localhost/pet-store-api:local -t localhost/pet-store-api:1.0.0 "$ROOT" >/dev/null
 log "localhost/pet-store-api:local built in $(elapsed "$t") (from $NODE_IMAGE)"
-# No `podman image prune` here: the untagged intermediate images are podman's layer cache.
+# Base images of earlier inputs are untagged (they are this script's own; an image still
+# holding a cached layer stays). No `podman image prune`: untagged intermediate images are
+# podman's layer cache.
+for repo in localhost/pet-store-debian localhost/pet-store-node; do
+  podman images --format '{{.Repository}}:{{.Tag}}' --filter "reference=$repo" | grep -vxF -e "$DEBIAN_IMAGE" -e "$NODE_IMAGE" |
+    while read -r stale; do podman untag "$stale" "$stale" >/dev/null 2>&1 || true; done
+done

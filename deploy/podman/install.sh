@@ -10,15 +10,6 @@
 #   debootstrap           the Debian root file system of the local base images (images.sh)
 set -euo pipefail
 
-as_root() {
-  if [ "$(id -u)" = 0 ]; then "$@"
-  elif command -v sudo >/dev/null 2>&1; then sudo "$@"
-  else
-    echo "deploy/podman/install.sh: '$*' needs root (or sudo); install by hand: apt-get install $*" >&2
-    exit 1
-  fi
-}
-
 declare -A need=(
   [podman]=podman [runc]=runc [netavark]=/usr/lib/podman/netavark [aardvark-dns]=/usr/lib/podman/aardvark-dns
   [iptables]=iptables [catatonit]=/usr/libexec/podman/catatonit [podman-compose]=podman-compose [debootstrap]=debootstrap
@@ -29,8 +20,12 @@ for pkg in "${!need[@]}"; do
   if [[ $probe == /* ]]; then [ -x "$probe" ] || missing+=("$pkg")
   else command -v "$probe" >/dev/null 2>&1 || [ -x "/usr/sbin/$probe" ] || missing+=("$pkg"); fi
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "deploy/podman/install.sh: installing ${missing[*]}" >&2
-  as_root apt-get -qq update
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=()
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "deploy/podman/install.sh: needs root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
 fi
+echo "deploy/podman/install.sh: installing ${missing[*]}" >&2
+"${sudo[@]}" apt-get -qq update
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

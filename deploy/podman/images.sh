@@ -109,6 +109,7 @@ log "localhost/pet-store-api:local built in $(elapsed "$t") (from $NODE_IMAGE)"
 # holding a cached layer stays). No `podman image prune`: untagged intermediate images are
 # podman's layer cache.
 for repo in localhost/pet-store-debian localhost/pet-store-node; do
-  podman images --format '{{.Repository}}:{{.Tag}}' --filter "reference=$repo" | grep -vxF -e "$DEBIAN_IMAGE" -e "$NODE_IMAGE" |
-    while read -r stale; do podman untag "$stale" "$stale" >/dev/null 2>&1 || true; done
+  for stale in $(podman images --format '{{.Repository}}:{{.Tag}}' --filter "reference=$repo"); do
+    [ "$stale" = "$DEBIAN_IMAGE" ] || [ "$stale" = "$NODE_IMAGE" ] || podman untag "$stale" "$stale" >/dev/null 2>&1 || true
+  done
 done

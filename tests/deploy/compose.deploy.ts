@@ -58,17 +58,23 @@ describe.skipIf(setup().skip !== null)("compose.yaml under podman-compose", () =
     const t = Date.now();
     await compose(["up", "-d", "--no-build"]);
     // Healthy by compose's own health checks (podman runs each one's test command once).
+    let unhealthy: string[] = [];
     await until(
       "every compose health check to pass",
       async () => {
         const { containers } = await projectObjects();
-        if (containers.length < 6) return false;
-        for (const c of containers) if ((await podman(["healthcheck", "run", c], { allowFail: true })).code !== 0) return false;
-        return true;
+        unhealthy = [];
+        const codes = await Promise.all(containers.map(async (c) => (await podman(["healthcheck", "run", c], { allowFail: true })).code));
+        unhealthy = containers.filter((_, i) => codes[i] !== 0);
+        return containers.length === 6 && unhealthy.length === 0;
       },
-      180_000,
-      1_000,
-    );
+      300_000,
+      2_000,
+    ).catch(async (err: Error) => {
+      const logs = [];
+      for (const c of unhealthy) logs.push(`--- ${c}: ${await state(c)}\n${Object.values(await podman(["logs", "--tail", "15", c], { allowFail: true })).slice(1).join("").slice(-3000)}`);
+      throw new Error(`${err.message}; unhealthy: ${unhealthy.join(", ")}\n${logs.join("\n")}`);
+    });
     console.log(`deploy test: compose stack up and healthy in ${Math.round((Date.now() - t) / 1000)} s`);
   });
 

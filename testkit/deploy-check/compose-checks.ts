@@ -21,7 +21,7 @@ interface ComposeService {
   ports?: string[];
   volumes?: (string | { type: string; source?: string; target: string; read_only?: boolean })[];
   depends_on?: Record<string, { condition: string }>;
-  healthcheck?: { test: string[] };
+  healthcheck?: { test: string[] | string };
   deploy?: { replicas?: number };
   read_only?: boolean;
   stop_grace_period?: string;
@@ -31,13 +31,18 @@ export interface Compose {
 }
 
 /**
- * compose.yaml as `docker compose config` sees it with its variables set: `${NAME}`,
- * `${NAME:?message}` and `${NAME:-default}` become `example-name` (the operator's value).
+ * compose.yaml as `docker compose config` sees it: `${NAME}` and `${NAME:?message}` become
+ * `example-name` (the operator's value), `${NAME:-default}` its default (left unset).
  */
 export function loadCompose(): Compose {
-  const text = readFileSync(path.join(DEPLOY, "compose.yaml"), "utf8").replace(/\$\{([A-Z_][A-Z0-9_]*)(?::?[?-][^}]*)?\}/g, (_, name: string) => `example-${name.toLowerCase().replaceAll("_", "-")}`);
+  const text = readFileSync(path.join(DEPLOY, "compose.yaml"), "utf8")
+    .replace(/\$\{[A-Z_][A-Z0-9_]*:?-([^}]*)\}/g, "$1")
+    .replace(/\$\{([A-Z_][A-Z0-9_]*)(?::?\?[^}]*)?\}/g, (_, name: string) => `example-${name.toLowerCase().replaceAll("_", "-")}`);
   return parseAllDocuments(text, { merge: true })[0]!.toJS() as Compose;
 }
+
+/** A compose health check's command line: a ["CMD", ...] list's words, or the string (CMD-SHELL). */
+const healthCommand = (test: string[] | string) => (typeof test === "string" ? test : test.slice(test[0] === "CMD" ? 1 : 0).join(" "));
 
 const composeServicesOf = (c: Compose, f: ProcessFacts) =>
   Object.entries(c.services).filter(([, s]) => JSON.stringify(s.command) === JSON.stringify(["node", f.entry]));
@@ -86,7 +91,7 @@ export const composeChecks: Record<string, Check<Compose>> = {
     const petPort = effectivePort(petFacts, petEnv);
     if (petEnv.PET_SERVICE_HOST !== "0.0.0.0") problems.push("pet-service must listen on 0.0.0.0 in a container");
     const hc = pet?.healthcheck?.test ?? [];
-    if (JSON.stringify(hc) !== JSON.stringify(["CMD", "node", "deploy/grpc-health-check.mjs", `127.0.0.1:${petPort}`, PET_SERVICE_NAME])) {
+    if (healthCommand(hc) !== `node deploy/grpc-health-check.mjs 127.0.0.1:${petPort} ${PET_SERVICE_NAME}`) {
       problems.push(`pet-service healthcheck ${JSON.stringify(hc)} (want the gRPC health check of ${PET_SERVICE_NAME} on ${petPort})`);
     }
     // Several replicas: the store is PostgreSQL, the compose service that keeps its data on a volume.
@@ -105,7 +110,7 @@ export const composeChecks: Record<string, Check<Compose>> = {
       const redis = env.REDIS_URL ? new URL(env.REDIS_URL) : undefined;
       if (redis?.hostname !== "redis" || (redis.port || "6379") !== "6379") problems.push(`${name}: REDIS_URL must point at the redis service`);
       if (!s.ports?.length || s.ports.some((p) => Number(p.split(":").at(-1)) !== port)) problems.push(`${name}: published ports ${JSON.stringify(s.ports)} must target ${port}`);
-      const test = s.healthcheck?.test.join(" ") ?? "";
+      const test = healthCommand(s.healthcheck?.test ?? []);
       if (!test.includes(`http://127.0.0.1:${port}/readyz`)) problems.push(`${name}: healthcheck must GET /readyz on ${port}`);
       for (const dep of [petName, "redis"]) {
         if (s.depends_on?.[dep]?.condition !== "service_healthy") problems.push(`${name}: depends_on ${dep} service_healthy`);

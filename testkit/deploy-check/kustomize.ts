@@ -174,6 +174,11 @@ export function loadManifests(variant: Variant): Manifests {
   return { variant, objects: [...objects, ...secrets], dirs };
 }
 
+/** An overlay as `kubectl kustomize deploy/k8s/<variant>` prints it (no example Secrets, no file names). */
+export function renderOverlay(variant: Variant): Omit<K8sObject, "file">[] {
+  return renderKustomization(path.join(K8S, variant)).objects.map(({ file: _file, ...o }) => o);
+}
+
 export const clone = <T>(v: T): T => structuredClone(v);
 export const subset = (selector: Labels | undefined, labels: Labels | undefined) =>
   !!selector && Object.keys(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels?.[k] === v);

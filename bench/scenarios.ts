@@ -4,6 +4,7 @@ import { createTestDatabase } from "../testkit/postgres.ts";
 import type { PrivateRedis } from "../testkit/redis-server.ts";
 import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.ts";
 import { h2load, wrk, type HttpTarget, type Run } from "./load.ts";
+import { CLIENT_CANDIDATES, clientScenarioKey, clientScenarios } from "./client-scenarios.ts";
 import { log } from "./processes.ts";
 import {
   rawCall,
@@ -159,11 +160,13 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
     );
   }
   const notMeasured: string[] = [];
-  if (wanted("k")) {
+  const clientKeys = CLIENT_CANDIDATES.map((c) => clientScenarioKey(c.client, "fixed"));
+  let fixed: Service | undefined;
+  if (wanted("k") || clientKeys.some(wanted)) {
     const request = encodeRequest("ListPets", { limit: 20 });
     const replyFile = path.join(dir, "list-reply.bin");
     writeFileSync(replyFile, await rawCall(pet.address, "ListPets", request));
-    const fixed = await startFixedGrpcServer(dir, replyFile, request);
+    fixed = await startFixedGrpcServer(dir, replyFile, request);
     const measured = { pet: fixed.proc.pid };
     const url = `http://${fixed.address}${methodPath("ListPets")}`;
     const frame = grpcFrame(request);
@@ -174,6 +177,7 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
       run: (seconds) => h2load({ url, frame }, loadOpts(measured, seconds)),
     });
   }
+  all.push(...clientScenarios({ ...(fixed && { fixed }), pet }, settings.connections, wanted));
   if (opts.goGateway && wanted("i")) {
     const go = await startGoGateway(dir, pet.address);
     if ("missing" in go) notMeasured.push(go.missing);

@@ -9,7 +9,9 @@ import { upstreamsOf, type GatewayConfig } from "./config.ts";
 import { createLimiter, type Limiter } from "./limiter/create-limiter.ts";
 import { ANONYMOUS_WINDOWS } from "./quota/plans.ts";
 import { createGatewayMetrics, type GatewayMetrics } from "./ops/metrics.ts";
-import { createPetClient, PET_SERVICE_CHANNEL_OPTIONS } from "./pet-client/pet-client.ts";
+import { createPetClient } from "./pet-client/pet-client.ts";
+import { grpcJsChannelOptions } from "./pet-client/grpc-js-transport.ts";
+import { PET_SERVICE_CONNECTION } from "./pet-client/transport.ts";
 import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./ops/readiness.ts";
 import type { Clock } from "../lib/clock.ts";
 
@@ -59,7 +61,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     retries: metrics.grpcRetries,
   });
   const petHealth = petServiceHealth(config.PET_SERVICE_ADDR, {
-    channelOptions: PET_SERVICE_CHANNEL_OPTIONS,
+    channelOptions: grpcJsChannelOptions(PET_SERVICE_CONNECTION),
     explain: () => storageFaultOf(pets),
   });
   metrics.probePetService(petHealth.serving);

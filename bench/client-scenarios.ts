@@ -18,7 +18,12 @@ export const CLIENT_CANDIDATES = [
 
 export const clientScenarioKey = (client: string, server: "fixed" | "pet") => `client-${client}@${server}`;
 
-export function clientScenarios(servers: { fixed?: Service; pet: Service }, inFlight: number, wanted: (key: string) => boolean): Scenario[] {
+export function clientScenarios(
+  servers: { fixed?: Service; pet: Service },
+  settings: { inFlight: number; warmupCalls: number },
+  wanted: (key: string) => boolean,
+): Scenario[] {
+  const { inFlight } = settings;
   const rows: Scenario[] = [];
   for (const server of ["fixed", "pet"] as const) {
     const target = servers[server];
@@ -31,15 +36,23 @@ export function clientScenarios(servers: { fixed?: Service; pet: Service }, inFl
         key,
         label: `(l) client CPU per unary ListPets(20), ${inFlight} in flight, ${against}: ${label}`,
         pids: { pet: target.proc.pid },
-        run: (seconds) => driverRun(client, target, inFlight, seconds),
+        run: (seconds) => driverRun(client, target, settings, seconds),
       });
     }
   }
   return rows;
 }
 
-async function driverRun(client: string, server: Service, inFlight: number, seconds: number): Promise<Run> {
-  const env = { ...baseEnv(), NODE_ENV: "production", DRIVER_CLIENT: client, DRIVER_TARGET: server.address, DRIVER_SECONDS: String(seconds), DRIVER_IN_FLIGHT: String(inFlight) };
+async function driverRun(client: string, server: Service, settings: { inFlight: number; warmupCalls: number }, seconds: number): Promise<Run> {
+  const env = {
+    ...baseEnv(),
+    NODE_ENV: "production",
+    DRIVER_CLIENT: client,
+    DRIVER_TARGET: server.address,
+    DRIVER_SECONDS: String(seconds),
+    DRIVER_IN_FLIGHT: String(settings.inFlight),
+    DRIVER_WARMUP_CALLS: String(settings.warmupCalls),
+  };
   let meter: { stop(): Record<string, number> } | undefined;
   const stdout = await new Promise<string>((resolve, reject) => {
     const child = execFile(process.execPath, ["bench/pet-client-driver.ts"], { cwd: ROOT, env, timeout: (seconds + 60) * 1000 }, (err, out, errOut) =>

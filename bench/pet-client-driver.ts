@@ -2,7 +2,7 @@
  * The gRPC-client candidates of `npm run bench`, one process each run: makes ListPets(limit=20)
  * calls with DRIVER_IN_FLIGHT calls in flight for DRIVER_SECONDS through one client and prints
  * {"calls", "cpuUs", "p50", "p99", "failures"} (its own CPU, process.cpuUsage(), over the measured
- * part only: after a warm-up of 2,000 calls).
+ * part only: after a warm-up of DRIVER_WARMUP_CALLS calls, 2,000 by default).
  *
  *   DRIVER_CLIENT   grpc-js        the gateway's client before this issue: proto-loader's service
  *                                  client with the generated codecs, `client.ListPets(request,
@@ -28,6 +28,7 @@ const address = process.env.DRIVER_TARGET ?? "127.0.0.1:50051";
 const seconds = Number(process.env.DRIVER_SECONDS ?? 5);
 const inFlight = Number(process.env.DRIVER_IN_FLIGHT ?? 32);
 const kind = process.env.DRIVER_CLIENT ?? "http2";
+const warmupCalls = Number(process.env.DRIVER_WARMUP_CALLS ?? 2_000);
 
 /** Tuning tried on grpc-js beyond makeUnaryRequest; each kept only where it measurably paid (README). */
 const GRPC_JS_TUNED: grpc.ChannelOptions = {};
@@ -67,7 +68,7 @@ let n = 0;
 const oneCall = () => client.unary("ListPets", request, { "x-request-id": `bench-${n++}` }, Date.now() + 2_000);
 
 // Warm-up: connections made, code optimised.
-for (let i = 0; i < 2_000 / inFlight; i++) await Promise.all(Array.from({ length: inFlight }, oneCall));
+for (let i = 0; i < warmupCalls / inFlight; i++) await Promise.all(Array.from({ length: inFlight }, oneCall));
 
 process.stderr.write("measuring\n");
 const latencies: number[] = [];

@@ -68,6 +68,8 @@ const settings = {
   connections: Math.round(positive("connections", flags.connections, smoke ? 4 : 32)),
   seed: smoke ? 3 : 20,
   warmupSeconds: smoke ? 0 : 3,
+  /** Calls each gRPC-client candidate makes before it measures (bench/pet-client-driver.ts). */
+  clientWarmupCalls: smoke ? 100 : 2_000,
   /** Requests spread over one simulated day for the limiter-memory measurement. */
   memoryHits: smoke ? 2_000 : 100_000,
   /** Sequential requests observed with MONITOR to count Redis commands per request. */

@@ -37,7 +37,7 @@ export interface ScenarioOptions {
   /** The Authorization header of a key that is never limited. */
   auth: Record<string, string>;
   redis: PrivateRedis;
-  settings: { connections: number; seed: number };
+  settings: { connections: number; seed: number; clientWarmupCalls: number };
   profileDir?: string;
   /** Only these scenario keys (the processes of the others are not started either). */
   only?: string[];
@@ -177,7 +177,7 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
       run: (seconds) => h2load({ url, frame }, loadOpts(measured, seconds)),
     });
   }
-  all.push(...clientScenarios({ ...(fixed && { fixed }), pet }, settings.connections, wanted));
+  all.push(...clientScenarios({ ...(fixed && { fixed }), pet }, { inFlight: settings.connections, warmupCalls: settings.clientWarmupCalls }, wanted));
   if (opts.goGateway && wanted("i")) {
     const go = await startGoGateway(dir, pet.address);
     if ("missing" in go) notMeasured.push(go.missing);

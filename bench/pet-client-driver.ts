@@ -12,6 +12,7 @@
  *                                  options of GRPC_JS_TUNED below
  *                   http2          the thin unary client on node:http2 sessions (http2-transport.ts)
  *   DRIVER_TARGET   host:port of a PetService (the real one, or bench/grpc-fixed-server.ts)
+ *   DRIVER_GRPC_OPTIONS  JSON channel options added to grpc-js-tuned's, to try more
  *
  * Every candidate sends the same request with the same metadata (x-request-id) and a 2 s deadline,
  * and decodes the reply into the same objects.
@@ -54,7 +55,7 @@ function candidate(): PetTransport {
     case "grpc-js":
       return todaysClient();
     case "grpc-js-tuned":
-      return createGrpcJsTransport(options, GRPC_JS_TUNED);
+      return createGrpcJsTransport(options, { ...GRPC_JS_TUNED, ...(JSON.parse(process.env.DRIVER_GRPC_OPTIONS ?? "{}") as grpc.ChannelOptions) });
     case "http2":
       return createHttp2Transport(options);
     default:

@@ -22,7 +22,7 @@ import { loadPetServiceDefinition, loadPetStorePackage } from "../proto/load.ts"
 import { withGeneratedCodecs } from "../proto/generated-codecs.ts";
 import { createGrpcJsTransport, grpcJsChannelOptions } from "../gateway/pet-client/grpc-js-transport.ts";
 import { createHttp2Transport } from "../gateway/pet-client/http2-transport.ts";
-import { PET_SERVICE_CONNECTION, type PetTransport } from "../gateway/pet-client/transport.ts";
+import { PET_METHODS, PET_SERVICE_CONNECTION, type PetTransport } from "../gateway/pet-client/transport.ts";
 import { percentile } from "../testkit/stats.ts";
 
 const address = process.env.DRIVER_TARGET ?? "127.0.0.1:50051";
@@ -37,7 +37,7 @@ const GRPC_JS_TUNED: grpc.ChannelOptions = {};
 function todaysClient(): PetTransport {
   const { PetService } = loadPetStorePackage(withGeneratedCodecs(loadPetServiceDefinition()));
   const client = new PetService(address, grpc.credentials.createInsecure(), grpcJsChannelOptions(PET_SERVICE_CONNECTION));
-  const listPets = client.ListPets!.bind(client) as (r: object, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: Error | null, r: unknown) => void) => void;
+  const listPets = client.ListPets!.bind(client) as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: Error | null, r: unknown) => void) => void;
   return {
     unary: (_method, request, metadata, deadline) =>
       new Promise((resolve, reject) => {
@@ -66,7 +66,7 @@ function candidate(): PetTransport {
 const client = candidate();
 const request = { limit: 20 };
 let n = 0;
-const oneCall = () => client.unary("ListPets", request, { "x-request-id": `bench-${n++}` }, Date.now() + 2_000);
+const oneCall = () => client.unary(PET_METHODS.ListPets, request, { "x-request-id": `bench-${n++}` }, Date.now() + 2_000);
 
 // Warm-up: connections made, code optimised.
 for (let i = 0; i < warmupCalls / inFlight; i++) await Promise.all(Array.from({ length: inFlight }, oneCall));

@@ -10,8 +10,6 @@ import { createLimiter, type Limiter } from "./limiter/create-limiter.ts";
 import { ANONYMOUS_WINDOWS } from "./quota/plans.ts";
 import { createGatewayMetrics, type GatewayMetrics } from "./ops/metrics.ts";
 import { createPetClient } from "./pet-client/pet-client.ts";
-import { grpcJsChannelOptions } from "./pet-client/grpc-js-transport.ts";
-import { PET_SERVICE_CONNECTION } from "./pet-client/transport.ts";
 import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./ops/readiness.ts";
 import type { Clock } from "../lib/clock.ts";
 
@@ -60,10 +58,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     latency: metrics.grpcDuration,
     retries: metrics.grpcRetries,
   });
-  const petHealth = petServiceHealth(config.PET_SERVICE_ADDR, {
-    channelOptions: grpcJsChannelOptions(PET_SERVICE_CONNECTION),
-    explain: () => storageFaultOf(pets),
-  });
+  const petHealth = petServiceHealth(pets, { explain: () => storageFaultOf(pets) });
   metrics.probePetService(petHealth.serving);
 
   let stopping = false;
@@ -102,7 +97,6 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     },
     async close() {
       pets.close();
-      petHealth.close();
       verifier.close();
       revocations.close();
       await limiter.close();
@@ -135,6 +129,9 @@ export function createHttpServer(
       headersTimeout: timeouts.HEADERS_TIMEOUT_MS,
       requestTimeout: timeouts.REQUEST_TIMEOUT_MS,
       connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+      // Node 24: a request without Content-Length or Transfer-Encoding (every GET) starts with
+      // its body stream already ended, instead of a stream that ends on the next turn.
+      optimizeEmptyRequests: true,
     },
     app,
   );

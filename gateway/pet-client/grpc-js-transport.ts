@@ -1,6 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
-import { petstore_v1_PetService as CODECS } from "../../proto/codecs.generated.ts";
-import { petMethodPath, type ConnectionSettings, type PetServiceTls, type PetTransport, type TransportOptions } from "./transport.ts";
+import { type ConnectionSettings, type PetServiceTls, type PetTransport, type TransportOptions } from "./transport.ts";
 
 /**
  * round_robin over every address the target resolves to (a headless Service's pods, an ipv4:
@@ -97,13 +96,10 @@ export function createGrpcJsTransport(opts: TransportOptions, moreChannelOptions
   });
   return {
     unary(method, request, metadata, deadline) {
-      const codec = CODECS[method]!;
       const md = new grpc.Metadata();
       for (const name in metadata) md.set(name, metadata[name]!);
       return new Promise((resolve, reject) => {
-        client.makeUnaryRequest(petMethodPath(method), codec.request.encode, codec.response.decode, request, md, { deadline }, (err, reply) =>
-          err ? reject(err) : resolve(reply),
-        );
+        client.makeUnaryRequest(method.path, method.encode, method.decode, request, md, { deadline }, (err, reply) => (err ? reject(err) : resolve(reply)));
       });
     },
     close() {

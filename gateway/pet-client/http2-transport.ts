@@ -1,7 +1,6 @@
-import { petstore_v1_PetService as CODECS } from "../../proto/codecs.generated.ts";
 import { unaryCall } from "./http2-call.ts";
 import { Http2Channel } from "./http2-channel.ts";
-import { DEFAULT_MAX_RECEIVE_MESSAGE_BYTES, petMethodPath, type PetMethod, type PetTransport, type TransportOptions } from "./transport.ts";
+import { DEFAULT_MAX_RECEIVE_MESSAGE_BYTES, type PetTransport, type TransportOptions } from "./transport.ts";
 
 const USER_AGENT = `petstore-gateway node/${process.versions.node}`;
 
@@ -13,17 +12,13 @@ const USER_AGENT = `petstore-gateway node/${process.versions.node}`;
 export function createHttp2Transport(opts: TransportOptions): PetTransport {
   const channel = new Http2Channel(opts.address, { ...opts.connection, ...(opts.tls && { tls: opts.tls }) });
   const maxReceiveMessageBytes = opts.maxReceiveMessageBytes ?? DEFAULT_MAX_RECEIVE_MESSAGE_BYTES;
-  const paths = new Map<PetMethod, string>();
   return {
     async unary(method, request, metadata, deadline) {
-      const codec = CODECS[method]!;
-      const message = codec.request.encode(request);
+      const message = method.encode(request);
       const picked = channel.pick(deadline);
       const connection = picked instanceof Promise ? await picked : picked;
-      let path = paths.get(method);
-      if (!path) paths.set(method, (path = petMethodPath(method)));
-      const reply = await unaryCall({ connection, path, message, metadata, deadline, maxReceiveMessageBytes, userAgent: USER_AGENT });
-      return codec.response.decode(reply);
+      const reply = await unaryCall({ connection, path: method.path, message, metadata, deadline, maxReceiveMessageBytes, userAgent: USER_AGENT });
+      return method.decode(reply);
     },
     close: () => channel.close(),
   };

@@ -13,7 +13,7 @@ import { getOrCreate } from "../../lib/get-or-create.ts";
 import { createGrpcJsTransport } from "./grpc-js-transport.ts";
 import type { CallMetadata } from "./http2-call.ts";
 import { createHttp2Transport } from "./http2-transport.ts";
-import { PET_SERVICE_CONNECTION, type ConnectionSettings, type PetMethod, type PetServiceTls, type PetTransport } from "./transport.ts";
+import { HEALTH_CHECK, PET_METHODS, PET_SERVICE_CONNECTION, type ConnectionSettings, type PetMethod, type PetServiceTls, type PetTransport } from "./transport.ts";
 
 export { isGrpcError } from "./service-error.ts";
 
@@ -22,6 +22,11 @@ export interface PetClient {
   listPets(request: ListPetsRequest, ctx: CallContext): Promise<ListPetsResponse>;
   createPet(request: CreatePetRequest, ctx: CallContext): Promise<CreatePetResponse>;
   getPet(request: GetPetRequest, ctx: CallContext): Promise<GetPetResponse>;
+  /**
+   * grpc.health.v1 Check of `service` on the same connections (one attempt, its own deadline, not
+   * in the call metrics): "SERVING", "NOT_SERVING", …; rejects with the gRPC error.
+   */
+  checkHealth(service: string, timeoutMs: number): Promise<string>;
   close(): void;
 }
 
@@ -83,12 +88,13 @@ export function createPetClient(opts: PetClientOptions): PetClient {
   };
   const transport: PetTransport = (opts.implementation ?? "http2") === "grpc-js" ? createGrpcJsTransport(transportOptions) : createHttp2Transport(transportOptions);
 
-  function call<Req extends object, Res>(method: PetMethod) {
+  function call<Req extends object, Res>(name: PetMethod) {
+    const method = PET_METHODS[name];
     // Histogram children made once per status code, not looked up by label object per call.
     const byCode = new Map<number, { observe(seconds: number): void }>();
     const observe = (code: number, seconds: number) =>
-      getOrCreate(byCode, code, () => opts.latency!.labels({ method, code: grpcStatus[code] ?? String(code) })).observe(seconds);
-    const retried = opts.retries?.labels(method);
+      getOrCreate(byCode, code, () => opts.latency!.labels({ method: name, code: grpcStatus[code] ?? String(code) })).observe(seconds);
+    const retried = opts.retries?.labels(name);
     return async (request: Req, ctx: CallContext): Promise<Res> => {
       const started = opts.latency ? performance.now() : 0;
       const deadline = Date.now() + opts.timeoutMs;
@@ -116,6 +122,7 @@ export function createPetClient(opts: PetClientOptions): PetClient {
     listPets: call<ListPetsRequest, ListPetsResponse>("ListPets"),
     createPet: call<CreatePetRequest, CreatePetResponse>("CreatePet"),
     getPet: call<GetPetRequest, GetPetResponse>("GetPet"),
+    checkHealth: async (service, timeoutMs) => ((await transport.unary(HEALTH_CHECK, { service }, {}, Date.now() + timeoutMs)) as { status: string }).status,
     close: () => transport.close(),
   };
 }

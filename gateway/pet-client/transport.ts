@@ -1,15 +1,39 @@
+import { service as healthService } from "grpc-health-check";
+import { petstore_v1_PetService as CODECS } from "../../proto/codecs.generated.ts";
 import { PET_SERVICE_NAME } from "../../proto/load.ts";
 import type { CallMetadata } from "./http2-call.ts";
 
 /** What a PetService client implementation provides: one attempt of one unary call. */
 
+/** A unary method: its path and its message codecs. */
+export interface UnaryMethod {
+  /** "/package.Service/Method" */
+  path: string;
+  encode(request: unknown): Buffer;
+  decode(reply: Buffer): unknown;
+}
+
 export type PetMethod = "ListPets" | "CreatePet" | "GetPet";
 
-export const petMethodPath = (method: PetMethod): string => `/${PET_SERVICE_NAME}/${method}`;
+/** PetService's methods with the generated codecs. */
+export const PET_METHODS: Readonly<Record<PetMethod, UnaryMethod>> = Object.fromEntries(
+  (["ListPets", "CreatePet", "GetPet"] as const).map((name) => [
+    name,
+    { path: `/${PET_SERVICE_NAME}/${name}`, encode: CODECS[name]!.request.encode, decode: CODECS[name]!.response.decode },
+  ]),
+) as Record<PetMethod, UnaryMethod>;
+
+/** grpc.health.v1.Health/Check, asked on the same connections as PetService (readiness, the serving gauge). */
+const CHECK = healthService.Check!;
+export const HEALTH_CHECK: UnaryMethod = {
+  path: CHECK.path,
+  encode: (request) => CHECK.requestSerialize(request as { service: string }),
+  decode: (reply) => CHECK.responseDeserialize(reply),
+};
 
 export interface PetTransport {
   /** One attempt: resolves with the decoded reply, or rejects with a grpc.ServiceError. */
-  unary(method: PetMethod, request: object, metadata: CallMetadata, deadline: number): Promise<unknown>;
+  unary(method: UnaryMethod, request: unknown, metadata: CallMetadata, deadline: number): Promise<unknown>;
   /** Closes every connection; calls in flight finish. */
   close(): void;
 }

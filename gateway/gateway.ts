@@ -129,9 +129,6 @@ export function createHttpServer(
       headersTimeout: timeouts.HEADERS_TIMEOUT_MS,
       requestTimeout: timeouts.REQUEST_TIMEOUT_MS,
       connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
-      // Node 24: a request without Content-Length or Transfer-Encoding (every GET) starts with
-      // its body stream already ended, instead of a stream that ends on the next turn.
-      optimizeEmptyRequests: true,
     },
     app,
   );

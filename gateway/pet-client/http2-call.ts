@@ -110,8 +110,10 @@ export function unaryCall(call: UnaryCall): Promise<Buffer> {
         { endStream: false },
       );
     } catch (err) {
-      // The session closed or got GOAWAY between the pick and the call: the call never left.
-      reject(serviceError(grpc.status.UNAVAILABLE, (err as Error).message));
+      // The session closed or got GOAWAY between the pick and the call: the call never left
+      // (UNAVAILABLE, retried). Otherwise Node refused a header: metadata no retry can fix.
+      const gone = session.closed || session.destroyed;
+      reject(serviceError(gone ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL, (err as Error).message));
       return;
     }
     connection.callStarted();

@@ -226,6 +226,15 @@ export function petClientConformance(implementation: PetClientImplementation): v
       expect(md.get("tracestate")).toEqual(["vendor=1"]);
     });
 
+    it("metadata no header can carry fails the call at once, never sent nor retried", async () => {
+      const r = await replica({ name: "m" });
+      const c = client(r.address);
+      const err = (await rejection(c.listPets({ limit: 1 }, { requestId: "r", metadata: { "bad name": "x" } }))) as Error & { code?: number };
+      // Not UNAVAILABLE: that would be retried and answered 503 "try again later".
+      expect(err.code).not.toBe(grpc.status.UNAVAILABLE);
+      expect(r.calls).toHaveLength(0);
+    });
+
     it("deadline: sent as grpc-timeout, DEADLINE_EXCEEDED when it passes, the call cancelled on the server", async () => {
       const r = await replica({ name: "slow" });
       const c = client(r.address, { timeoutMs: 400 });

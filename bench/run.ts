@@ -94,6 +94,12 @@ let redisServer: PrivateRedis | undefined;
 let cleanUp = async () => {};
 
 async function main(): Promise<number> {
+  // Every Node process of the bench (gateways, pet services, bare Express, the floors, the client
+  // candidates) runs on this one's runtime: through npm, the project's Node 24.
+  if (Number(process.versions.node.split(".")[0]) < 24) {
+    log(`runs on the project's runtime, Node 24 or newer (this is ${process.version}): use npm run bench`);
+    return 2;
+  }
   const dir = mkdtempSync(path.join(os.tmpdir(), "petstore-bench-"));
   const keysDir = path.join(dir, "keys");
   mkdirSync(keysDir);

@@ -19,7 +19,8 @@ export const CLIENT_CANDIDATES = [
 export const clientScenarioKey = (client: string, server: "fixed" | "pet") => `client-${client}@${server}`;
 
 export function clientScenarios(
-  servers: { fixed?: Service; pet: Service },
+  /** Without `pet`, only the rows against the fixed-bytes server (--smoke: each row is a process to start). */
+  servers: { fixed?: Service; pet?: Service },
   settings: { inFlight: number; warmupCalls: number },
   wanted: (key: string) => boolean,
 ): Scenario[] {

@@ -122,6 +122,7 @@ async function main(): Promise<number> {
       ...(flags.compare && { compareRoot: path.resolve(flags.compare) }),
       goGateway: !smoke,
       postgres: !smoke,
+      smoke,
     });
     cleanUp = built.cleanUp;
     const { scenarios, targets, notMeasured } = built;

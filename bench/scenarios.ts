@@ -51,6 +51,8 @@ export interface ScenarioOptions {
   goGateway: boolean;
   /** Rows with PostgreSQL (a private database) behind two pet-service replicas. */
   postgres: boolean;
+  /** --smoke: the gRPC-client candidates only against the fixed-bytes server. */
+  smoke: boolean;
 }
 
 export interface Scenarios {
@@ -177,7 +179,13 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
       run: (seconds) => h2load({ url, frame }, loadOpts(measured, seconds)),
     });
   }
-  all.push(...clientScenarios({ ...(fixed && { fixed }), pet }, { inFlight: settings.connections, warmupCalls: settings.clientWarmupCalls }, wanted));
+  all.push(
+    ...clientScenarios(
+      { ...(fixed && { fixed }), ...(!opts.smoke && { pet }) },
+      { inFlight: settings.connections, warmupCalls: settings.clientWarmupCalls },
+      wanted,
+    ),
+  );
   if (opts.goGateway && wanted("i")) {
     const go = await startGoGateway(dir, pet.address);
     if ("missing" in go) notMeasured.push(go.missing);

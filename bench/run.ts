@@ -68,6 +68,8 @@ const settings = {
   connections: Math.round(positive("connections", flags.connections, smoke ? 4 : 32)),
   seed: smoke ? 3 : 20,
   warmupSeconds: smoke ? 0 : 3,
+  /** Calls each gRPC-client candidate makes before it measures (bench/pet-client-driver.ts). */
+  clientWarmupCalls: smoke ? 100 : 2_000,
   /** Requests spread over one simulated day for the limiter-memory measurement. */
   memoryHits: smoke ? 2_000 : 100_000,
   /** Sequential requests observed with MONITOR to count Redis commands per request. */
@@ -78,17 +80,26 @@ const README_INTRO =
   "`npm run bench` (bench/run.ts and its modules) starts a private Redis, one pet service and two gateways (Redis and " +
   "memory limiter) as separate processes, seeds 20 pets and drives them with wrk and h2load beside bare Express, two " +
   "Express + grpc-js floors, a grpc-js server answering fixed bytes and, when Debian's Go packages are installed, " +
-  "grpc-gateway (bench/grpc-gateway/), and PostgreSQL (a private database) behind two pet-service replicas; each " +
-  "process's CPU per request comes from /proc. It rewrites this section. " +
+  "grpc-gateway (bench/grpc-gateway/, built offline), and PostgreSQL (a private database) behind two pet-service replicas; " +
+  "rows (l) are the gRPC-client candidates (bench/pet-client-driver.ts: grpc-js as the gateway used it, grpc-js through " +
+  "makeUnaryRequest, the node:http2 client the gateway uses now), each its own process making ListPets(20) calls. Every " +
+  "Node process runs on the project's runtime (the version below). Each process's CPU per request comes from /proc " +
+  "(the client rows: the client's own process.cpuUsage()). It rewrites this section. " +
   "CI runs only `bench/run.ts --smoke` (tests/integration/bench.test.ts; `.ci/run` installs wrk and nghttp2-client " +
   "when missing), which checks that the script works and asserts nothing about speed. `--only KEYS` runs some " +
-  "scenarios, `--compare DIR` runs another checkout beside this one, `--profile DIR` writes CPU profiles " +
-  "(`bench/profile-top.ts` summarises them). Latest run:";
+  "scenarios (`npm run bench:clients`: the client rows with (g) and (k)), `--compare DIR` runs another checkout beside " +
+  "this one, `--profile DIR` writes CPU profiles (`bench/profile-top.ts` summarises them). Latest run:";
 
 let redisServer: PrivateRedis | undefined;
 let cleanUp = async () => {};
 
 async function main(): Promise<number> {
+  // Every Node process of the bench (gateways, pet services, bare Express, the floors, the client
+  // candidates) runs on this one's runtime: through npm, the project's Node 24.
+  if (Number(process.versions.node.split(".")[0]) < 24) {
+    log(`runs on the project's runtime, Node 24 or newer (this is ${process.version}): use npm run bench`);
+    return 2;
+  }
   const dir = mkdtempSync(path.join(os.tmpdir(), "petstore-bench-"));
   const keysDir = path.join(dir, "keys");
   mkdirSync(keysDir);
@@ -111,6 +122,7 @@ async function main(): Promise<number> {
       ...(flags.compare && { compareRoot: path.resolve(flags.compare) }),
       goGateway: !smoke,
       postgres: !smoke,
+      smoke,
     });
     cleanUp = built.cleanUp;
     const { scenarios, targets, notMeasured } = built;

@@ -4,6 +4,7 @@ import { createTestDatabase } from "../testkit/postgres.ts";
 import type { PrivateRedis } from "../testkit/redis-server.ts";
 import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.ts";
 import { h2load, wrk, type HttpTarget, type Run } from "./load.ts";
+import { CLIENT_CANDIDATES, clientScenarioKey, clientScenarios } from "./client-scenarios.ts";
 import { log } from "./processes.ts";
 import {
   rawCall,
@@ -36,7 +37,7 @@ export interface ScenarioOptions {
   /** The Authorization header of a key that is never limited. */
   auth: Record<string, string>;
   redis: PrivateRedis;
-  settings: { connections: number; seed: number };
+  settings: { connections: number; seed: number; clientWarmupCalls: number };
   profileDir?: string;
   /** Only these scenario keys (the processes of the others are not started either). */
   only?: string[];
@@ -50,6 +51,8 @@ export interface ScenarioOptions {
   goGateway: boolean;
   /** Rows with PostgreSQL (a private database) behind two pet-service replicas. */
   postgres: boolean;
+  /** --smoke: the gRPC-client candidates only against the fixed-bytes server. */
+  smoke: boolean;
 }
 
 export interface Scenarios {
@@ -159,11 +162,13 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
     );
   }
   const notMeasured: string[] = [];
-  if (wanted("k")) {
+  const clientKeys = CLIENT_CANDIDATES.map((c) => clientScenarioKey(c.client, "fixed"));
+  let fixed: Service | undefined;
+  if (wanted("k") || clientKeys.some(wanted)) {
     const request = encodeRequest("ListPets", { limit: 20 });
     const replyFile = path.join(dir, "list-reply.bin");
     writeFileSync(replyFile, await rawCall(pet.address, "ListPets", request));
-    const fixed = await startFixedGrpcServer(dir, replyFile, request);
+    fixed = await startFixedGrpcServer(dir, replyFile, request);
     const measured = { pet: fixed.proc.pid };
     const url = `http://${fixed.address}${methodPath("ListPets")}`;
     const frame = grpcFrame(request);
@@ -174,6 +179,13 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
       run: (seconds) => h2load({ url, frame }, loadOpts(measured, seconds)),
     });
   }
+  all.push(
+    ...clientScenarios(
+      { ...(fixed && { fixed }), ...(!opts.smoke && { pet }) },
+      { inFlight: settings.connections, warmupCalls: settings.clientWarmupCalls },
+      wanted,
+    ),
+  );
   if (opts.goGateway && wanted("i")) {
     const go = await startGoGateway(dir, pet.address);
     if ("missing" in go) notMeasured.push(go.missing);

@@ -9,7 +9,7 @@ import { upstreamsOf, type GatewayConfig } from "./config.ts";
 import { createLimiter, type Limiter } from "./limiter/create-limiter.ts";
 import { ANONYMOUS_WINDOWS } from "./quota/plans.ts";
 import { createGatewayMetrics, type GatewayMetrics } from "./ops/metrics.ts";
-import { createPetClient, PET_SERVICE_CHANNEL_OPTIONS } from "./pet-client/pet-client.ts";
+import { createPetClient } from "./pet-client/pet-client.ts";
 import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./ops/readiness.ts";
 import type { Clock } from "../lib/clock.ts";
 
@@ -58,10 +58,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     latency: metrics.grpcDuration,
     retries: metrics.grpcRetries,
   });
-  const petHealth = petServiceHealth(config.PET_SERVICE_ADDR, {
-    channelOptions: PET_SERVICE_CHANNEL_OPTIONS,
-    explain: () => storageFaultOf(pets),
-  });
+  const petHealth = petServiceHealth(pets, { explain: () => storageFaultOf(pets) });
   metrics.probePetService(petHealth.serving);
 
   let stopping = false;
@@ -100,7 +97,6 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     },
     async close() {
       pets.close();
-      petHealth.close();
       verifier.close();
       revocations.close();
       await limiter.close();

@@ -12,20 +12,36 @@ export interface TcpProxy {
   cut(): Promise<void>;
   /** Listens again on the same port. */
   restore(): Promise<void>;
+  /**
+   * Relayed connections stay open but nothing passes either way any more, and new ones are
+   * accepted and left silent: a peer that hangs (a frozen machine, a black-holed network) rather
+   * than one that is gone.
+   */
+  freeze(): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
+  const pairs = new Set<[net.Socket, net.Socket]>();
   const track = (socket: net.Socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
   };
+  let frozen = false;
   const server = net.createServer((client) => {
+    if (frozen) {
+      track(client);
+      client.pause();
+      return;
+    }
     const upstream = net.connect(target.port, target.host);
     track(client);
     track(upstream);
     client.pipe(upstream).pipe(client);
+    const pair: [net.Socket, net.Socket] = [client, upstream];
+    pairs.add(pair);
+    client.once("close", () => pairs.delete(pair));
     client.on("error", () => upstream.destroy());
     upstream.on("error", () => client.destroy());
   });
@@ -47,6 +63,15 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     port,
     cut,
     restore: async () => void (await listen(port)),
+    freeze: () => {
+      frozen = true;
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
     close: async () => (server.listening ? cut() : undefined),
   };
 }

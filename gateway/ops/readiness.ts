@@ -1,5 +1,4 @@
 import * as grpc from "@grpc/grpc-js";
-import { service as healthService } from "grpc-health-check";
 import { errorInfoOf, PETSTORE_ERROR_DOMAIN, STORAGE_UNAVAILABLE } from "../../lib/grpc-status-details.ts";
 import { PET_SERVICE_NAME } from "../../proto/load.ts";
 import { isGrpcError, type PetClient } from "../pet-client/pet-client.ts";
@@ -12,8 +11,6 @@ export async function notReadyReasons(checks: readonly ReadinessCheck[]): Promis
   const results = await Promise.all(checks.map((check) => check().catch((err: Error) => err.message)));
   return results.filter((r): r is string => typeof r === "string");
 }
-
-const HealthClient = grpc.makeClientConstructor(healthService, "grpc.health.v1.Health");
 
 
 /**
@@ -36,31 +33,23 @@ export interface PetServiceHealthOptions {
   timeoutMs?: number;
   /** Asked when the pet service is not SERVING: why (see storageFaultOf). */
   explain?: () => Promise<string | undefined>;
-  /** The channel's options (the same target syntax and balancing as the PetService client). */
-  channelOptions?: grpc.ChannelOptions;
 }
 
 /**
- * grpc.health.v1 Check of the pet service, with its own short deadline: the readiness check (with
- * the reason when not SERVING) and `serving()`, the bare answer (the metrics gauge asks it at every
- * scrape and needs no reason: `explain` costs the pet service a call).
+ * grpc.health.v1 Check of the pet service on the PetService client's own connections, with its
+ * own short deadline: the readiness check (with the reason when not SERVING) and `serving()`, the
+ * bare answer (the metrics gauge asks it at every scrape and needs no reason: `explain` costs the
+ * pet service a call). On the same connections, readiness follows exactly what the calls see
+ * (a restarted pet service is SERVING as soon as calls reach it again).
  */
-export function petServiceHealth(
-  address: string,
-  opts: PetServiceHealthOptions = {},
-): ReadinessCheck & { serving(): Promise<boolean>; close(): void } {
-  const { timeoutMs = 500, explain, channelOptions } = opts;
-  const client = new HealthClient(address, grpc.credentials.createInsecure(), channelOptions) as unknown as grpc.Client & {
-    check(req: { service: string }, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: { status: string }) => void): void;
-  };
-  const request = { service: PET_SERVICE_NAME };
+export function petServiceHealth(pets: Pick<PetClient, "checkHealth">, opts: PetServiceHealthOptions = {}): ReadinessCheck & { serving(): Promise<boolean> } {
+  const { timeoutMs = 500, explain } = opts;
   /** The status the pet service reports, or the gRPC code that kept it from answering. */
   const ask = () =>
-    new Promise<{ status: string } | { unreachable: string }>((resolve) => {
-      client.check(request, { deadline: Date.now() + timeoutMs }, (err, res) =>
-        resolve(err ? { unreachable: grpc.status[err.code] } : { status: res.status }),
-      );
-    });
+    pets.checkHealth(PET_SERVICE_NAME, timeoutMs).then(
+      (status) => ({ status }),
+      (err: unknown) => ({ unreachable: isGrpcError(err) ? grpc.status[err.code] : String(err) }),
+    );
   const check = async () => {
     const health = await ask();
     if ("unreachable" in health) return `pet service unreachable (${health.unreachable})`;
@@ -72,5 +61,5 @@ export function petServiceHealth(
     const health = await ask();
     return "status" in health && health.status === "SERVING";
   };
-  return Object.assign(check, { serving, close: () => client.close() });
+  return Object.assign(check, { serving });
 }

@@ -1,7 +1,6 @@
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import type { Counter, Histogram } from "prom-client";
-import { withGeneratedCodecs } from "../../proto/generated-codecs.ts";
-import { loadPetServiceDefinition, loadPetStorePackage } from "../../proto/load.ts";
+import { status as grpcStatus } from "@grpc/grpc-js";
 import type {
   CreatePetRequestInit,
   CreatePetResponse,
@@ -11,21 +10,39 @@ import type {
   ListPetsResponse,
 } from "../../proto/generated/petstore-v1.ts";
 import { getOrCreate } from "../../lib/get-or-create.ts";
+import { createGrpcJsTransport } from "./grpc-js-transport.ts";
+import type { CallMetadata } from "./http2-call.ts";
+import { createHttp2Transport } from "./http2-transport.ts";
+import { HEALTH_CHECK, PET_METHODS, PET_SERVICE_CONNECTION, type ConnectionSettings, type PetMethod, type PetServiceTls, type PetTransport } from "./transport.ts";
 
-/** The gateway's view of PetService: promise-based, one deadline per call, request id passed on. */
+export { isGrpcError } from "./service-error.ts";
+
+/** The gateway's view of PetService: promise-based, one deadline per call, request id and metadata passed on. */
 export interface PetClient {
   listPets(request: ListPetsRequestInit, ctx: CallContext): Promise<ListPetsResponse>;
   createPet(request: CreatePetRequestInit, ctx: CallContext): Promise<CreatePetResponse>;
   getPet(request: GetPetRequestInit, ctx: CallContext): Promise<GetPetResponse>;
+  /**
+   * grpc.health.v1 Check of `service` on the same connections (one attempt, its own deadline, not
+   * in the call metrics): "SERVING", "NOT_SERVING", …; rejects with the gRPC error.
+   */
+  checkHealth(service: string, timeoutMs: number): Promise<string>;
   close(): void;
 }
 
 export interface CallContext {
+  /** Sent as x-request-id. */
   requestId: string;
+  /** More gRPC metadata for this call (e.g. traceparent, tracestate): lower-case names, ASCII values. */
+  metadata?: CallMetadata;
 }
 
+/** The implementations of the PetService client (README, "The gateway's gRPC client"). */
+export const PET_CLIENT_IMPLEMENTATIONS = ["http2", "grpc-js"] as const;
+export type PetClientImplementation = (typeof PET_CLIENT_IMPLEMENTATIONS)[number];
+
 export interface PetClientOptions {
-  /** A gRPC target (PET_SERVICE_ADDR): host:port, dns:///host:port, ipv4:h1:p1,h2:p2. */
+  /** A gRPC target (PET_SERVICE_ADDR): host:port, dns:///host:port, ipv4:h1:p1,h2:p2, … (grpc-target.ts). */
   address: string;
   /** Deadline of every call, in milliseconds. */
   timeoutMs: number;
@@ -33,6 +50,14 @@ export interface PetClientOptions {
   latency?: Histogram<"method" | "code">;
   /** Calls tried again on another replica, by RPC method. */
   retries?: Counter<"method">;
+  /** TLS to the pet service: asked again for every new connection, so rotated certificates are used. Unset: plaintext. */
+  tls?: () => PetServiceTls;
+  /** PET_SERVICE_CONNECTION unless given (tests shorten the timers). */
+  connection?: ConnectionSettings;
+  /** Replies larger than this fail with RESOURCE_EXHAUSTED (gRPC's default: 4 MiB). */
+  maxReceiveMessageBytes?: number;
+  /** "http2" (the default: node:http2 directly) or "grpc-js". */
+  implementation?: PetClientImplementation;
 }
 
 /** Attempts of one PetService call at most (the first and two retries), all within its one deadline. */
@@ -41,41 +66,8 @@ export const PET_SERVICE_MAX_ATTEMPTS = 3;
 const RETRY_BACKOFF_MS = 25;
 
 /**
- * round_robin over every address the target resolves to (a headless Service's pods, an ipv4:
- * list), each with its own HTTP/2 connection; addresses that fail leave the rotation until they
- * reconnect. The service config is ours alone: DNS TXT records do not replace it. Retries: see
- * createPetClient.
- */
-export const PET_SERVICE_CONFIG = { loadBalancingConfig: [{ round_robin: {} }] };
-
-/**
- * Short reconnect backoff so the gateway notices a restarted pet service within a second or two;
- * keepalive so a dead peer behind a load balancer is found without waiting for a request.
- * grpc.enable_retries stays on for grpc-js's transparent retries only (a call that never left the
- * gateway); the retries of calls that reached a replica are the client's own (below). The health
- * checks of /readyz use the same channel options.
- */
-export const PET_SERVICE_CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  "grpc.initial_reconnect_backoff_ms": 200,
-  "grpc.max_reconnect_backoff_ms": 2000,
-  "grpc.keepalive_time_ms": 30_000,
-  "grpc.keepalive_timeout_ms": 5_000,
-  "grpc.service_config": JSON.stringify(PET_SERVICE_CONFIG),
-  "grpc.service_config_disable_resolution": 1,
-  // No channelz bookkeeping (per-call counters and timestamps) on the hot path; nothing here reads it.
-  "grpc.enable_channelz": 0,
-};
-
-type Unary<Req, Res> = (
-  request: Req,
-  metadata: grpc.Metadata,
-  options: grpc.CallOptions,
-  callback: (err: grpc.ServiceError | null, response: Res) => void,
-) => grpc.ClientUnaryCall;
-
-/**
- * One long-lived client (one channel: an HTTP/2 connection per replica) for the process, as
- * grpc-node recommends.
+ * One long-lived client for the process: a connection per replica, calls balanced round robin
+ * (transport.ts; both implementations behave alike, tests/integration/gateway/pet-client/).
  *
  * A call that fails with UNAVAILABLE (its replica died, is shutting down, or cannot reach its
  * database) is tried again on the next replica of the rotation, after a short jittered pause, at
@@ -88,33 +80,33 @@ type Unary<Req, Res> = (
  * success path both cost the same CPU within the noise of a micro-check (README, "Several replicas").
  */
 export function createPetClient(opts: PetClientOptions): PetClient {
-  const { PetService } = loadPetStorePackage(withGeneratedCodecs(loadPetServiceDefinition()));
-  const client = new PetService(opts.address, grpc.credentials.createInsecure(), PET_SERVICE_CHANNEL_OPTIONS);
+  const transportOptions = {
+    address: opts.address,
+    connection: opts.connection ?? PET_SERVICE_CONNECTION,
+    ...(opts.tls && { tls: opts.tls }),
+    ...(opts.maxReceiveMessageBytes !== undefined && { maxReceiveMessageBytes: opts.maxReceiveMessageBytes }),
+  };
+  const transport: PetTransport = (opts.implementation ?? "http2") === "grpc-js" ? createGrpcJsTransport(transportOptions) : createHttp2Transport(transportOptions);
 
-  function call<Req, Res>(method: string) {
-    const fn = (client[method] as Unary<Req, Res>).bind(client);
+  function call<Req extends object, Res>(name: PetMethod) {
+    const method = PET_METHODS[name];
     // Histogram children made once per status code, not looked up by label object per call.
     const byCode = new Map<number, { observe(seconds: number): void }>();
     const observe = (code: number, seconds: number) =>
-      getOrCreate(byCode, code, () => opts.latency!.labels({ method, code: grpc.status[code] ?? String(code) })).observe(seconds);
-    const retried = opts.retries?.labels(method);
-    const attempt = (request: Req, requestId: string, deadline: number): Promise<Res> =>
-      new Promise((resolve, reject) => {
-        const metadata = new grpc.Metadata();
-        metadata.set("x-request-id", requestId);
-        fn(request, metadata, { deadline }, (err, response) => (err ? reject(err) : resolve(response)));
-      });
+      getOrCreate(byCode, code, () => opts.latency!.labels({ method: name, code: grpcStatus[code] ?? String(code) })).observe(seconds);
+    const retried = opts.retries?.labels(name);
     return async (request: Req, ctx: CallContext): Promise<Res> => {
       const started = opts.latency ? performance.now() : 0;
       const deadline = Date.now() + opts.timeoutMs;
+      const metadata = ctx.metadata ? { ...ctx.metadata, "x-request-id": ctx.requestId } : { "x-request-id": ctx.requestId };
       for (let n = 1; ; n++) {
         try {
-          const response = await attempt(request, ctx.requestId, deadline);
-          if (opts.latency) observe(grpc.status.OK, (performance.now() - started) / 1000);
+          const response = (await transport.unary(method, request, metadata, deadline)) as Res;
+          if (opts.latency) observe(grpcStatus.OK, (performance.now() - started) / 1000);
           return response;
         } catch (err) {
           const pause = Math.random() * RETRY_BACKOFF_MS * 2 ** (n - 1);
-          const again = (err as grpc.ServiceError).code === grpc.status.UNAVAILABLE && n < PET_SERVICE_MAX_ATTEMPTS && Date.now() + pause < deadline;
+          const again = (err as grpc.ServiceError).code === grpcStatus.UNAVAILABLE && n < PET_SERVICE_MAX_ATTEMPTS && Date.now() + pause < deadline;
           if (!again) {
             if (opts.latency) observe((err as grpc.ServiceError).code, (performance.now() - started) / 1000);
             throw err;
@@ -130,10 +122,7 @@ export function createPetClient(opts: PetClientOptions): PetClient {
     listPets: call<ListPetsRequestInit, ListPetsResponse>("ListPets"),
     createPet: call<CreatePetRequestInit, CreatePetResponse>("CreatePet"),
     getPet: call<GetPetRequestInit, GetPetResponse>("GetPet"),
-    close: () => client.close(),
+    checkHealth: async (service, timeoutMs) => ((await transport.unary(HEALTH_CHECK, { service }, {}, Date.now() + timeoutMs)) as { status: string }).status,
+    close: () => transport.close(),
   };
-}
-
-export function isGrpcError(err: unknown): err is grpc.ServiceError {
-  return err instanceof Error && typeof (err as grpc.ServiceError).code === "number" && "metadata" in err;
 }

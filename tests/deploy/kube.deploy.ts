@@ -18,7 +18,7 @@
  *   - HorizontalPodAutoscaler, PodDisruptionBudget, Ingress: not run (no controllers). A
  *     Deployment without replicas gets its HPA's minReplicas; the HPA's target, the PDB's
  *     selector and the Ingress's backend are checked against what runs; the rest is
- *     tests/unit/deploy/manifests.test.ts's static checks.
+ *     tests/unit/deploy/k8s.test.ts's static checks.
  *   - Namespace: a name prefix of the run on Deployments, ConfigMaps, Secrets and claims.
  *   - containerPort: podman 4.3 publishes each one on every host address (Kubernetes publishes
  *     nothing without hostPort), which also collides between replicas: left out; the probes
@@ -136,7 +136,7 @@ for (const variant of ["sqlite", "postgres"] as const) {
       notRun.push("probes (run by the test from inside each pod), lifecycle.preStop, containerPort (podman would publish it on the host)");
 
       for (const o of objects) {
-        if (["HorizontalPodAutoscaler", "PodDisruptionBudget", "Ingress"].includes(o.kind)) notRun.push(`${o.kind}/${o.metadata.name}: no controller (checked against the running pods below and statically by tests/unit/deploy/manifests.test.ts)`);
+        if (["HorizontalPodAutoscaler", "PodDisruptionBudget", "Ingress"].includes(o.kind)) notRun.push(`${o.kind}/${o.metadata.name}: no controller (checked against the running pods below and statically by tests/unit/deploy/k8s.test.ts)`);
         if (o.kind === "Service") notRun.push(`Service/${o.metadata.name}: a network alias "${o.metadata.name}" on the pods its selector matches`);
       }
 

@@ -5,11 +5,14 @@ import { createApp, type AppDeps } from "./app.ts";
 import { clientErrorHandler } from "./http/error-handler.ts";
 import { createKeyVerifier } from "./auth/jwt-verifier.ts";
 import { watchRevocations } from "./auth/revocation-list.ts";
-import { upstreamsOf, type GatewayConfig } from "./config.ts";
+import { petServiceTlsFiles, upstreamsOf, type GatewayConfig } from "./config.ts";
 import { createLimiter, type Limiter } from "./limiter/create-limiter.ts";
 import { ANONYMOUS_WINDOWS } from "./quota/plans.ts";
 import { createGatewayMetrics, type GatewayMetrics } from "./ops/metrics.ts";
 import { createPetClient, PET_SERVICE_CHANNEL_OPTIONS } from "./pet-client/pet-client.ts";
+import { petServiceCredentials } from "./pet-client/credentials.ts";
+import { tracePetClient } from "./pet-client/traced.ts";
+import { watchTlsFiles } from "../lib/tls-files.ts";
 import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./ops/readiness.ts";
 import type { Clock } from "../lib/clock.ts";
 
@@ -52,15 +55,22 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
       logger,
       metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
     });
-  const pets = createPetClient({
+  // TLS to the pet service when PET_SERVICE_TLS_* say so; the files are read now (a bad one stops the start) and on every change.
+  const tlsFiles = petServiceTlsFiles(config);
+  const tls = tlsFiles && watchTlsFiles(tlsFiles, { logger });
+  const client = createPetClient({
     address: config.PET_SERVICE_ADDR,
     timeoutMs: config.PET_SERVICE_TIMEOUT_MS,
     latency: metrics.grpcDuration,
     retries: metrics.grpcRetries,
+    ...(tls && { tls }),
   });
+  const pets = tracePetClient(client);
   const petHealth = petServiceHealth(config.PET_SERVICE_ADDR, {
     channelOptions: PET_SERVICE_CHANNEL_OPTIONS,
-    explain: () => storageFaultOf(pets),
+    credentials: petServiceCredentials(tls),
+    // The probe's own call: no span of a request's trace.
+    explain: () => storageFaultOf(client),
   });
   metrics.probePetService(petHealth.serving);
 
@@ -101,6 +111,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     async close() {
       pets.close();
       petHealth.close();
+      tls?.close();
       verifier.close();
       revocations.close();
       await limiter.close();

@@ -38,6 +38,8 @@ export interface PetServiceHealthOptions {
   explain?: () => Promise<string | undefined>;
   /** The channel's options (the same target syntax and balancing as the PetService client). */
   channelOptions?: grpc.ChannelOptions;
+  /** The PetService client's credentials (TLS to the pet service when configured); plaintext by default. */
+  credentials?: grpc.ChannelCredentials;
 }
 
 /**
@@ -49,8 +51,8 @@ export function petServiceHealth(
   address: string,
   opts: PetServiceHealthOptions = {},
 ): ReadinessCheck & { serving(): Promise<boolean>; close(): void } {
-  const { timeoutMs = 500, explain, channelOptions } = opts;
-  const client = new HealthClient(address, grpc.credentials.createInsecure(), channelOptions) as unknown as grpc.Client & {
+  const { timeoutMs = 500, explain, channelOptions, credentials = grpc.credentials.createInsecure() } = opts;
+  const client = new HealthClient(address, credentials, channelOptions) as unknown as grpc.Client & {
     check(req: { service: string }, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: { status: string }) => void): void;
   };
   const request = { service: PET_SERVICE_NAME };

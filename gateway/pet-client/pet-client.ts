@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { trace } from "@opentelemetry/api";
 import type { Counter, Histogram } from "prom-client";
 import { withGeneratedCodecs } from "../../proto/generated-codecs.ts";
 import { loadPetServiceDefinition, loadPetStorePackage } from "../../proto/load.ts";
@@ -11,6 +12,9 @@ import type {
   ListPetsResponse,
 } from "../../proto/types.ts";
 import { getOrCreate } from "../../lib/get-or-create.ts";
+import { latencySeries, type LatencySeries } from "../../lib/openmetrics.ts";
+import type { TlsSource } from "../../lib/tls-files.ts";
+import { petServiceCredentials } from "./credentials.ts";
 
 /** The gateway's view of PetService: promise-based, one deadline per call, request id passed on. */
 export interface PetClient {
@@ -22,6 +26,11 @@ export interface PetClient {
 
 export interface CallContext {
   requestId: string;
+  /**
+   * More ASCII metadata for every attempt of the call: the trace context (`traceparent`,
+   * `tracestate`) of the call's span (gateway/pet-client/traced.ts).
+   */
+  metadata?: Readonly<Record<string, string>>;
 }
 
 export interface PetClientOptions {
@@ -29,7 +38,15 @@ export interface PetClientOptions {
   address: string;
   /** Deadline of every call, in milliseconds. */
   timeoutMs: number;
-  /** Latency by RPC method and gRPC status code name (retries included). */
+  /**
+   * TLS to the pet service (PET_SERVICE_TLS_*); plaintext (h2c) when absent. Every new connection
+   * must use `tls.current()`: the files rotate while the gateway runs.
+   */
+  tls?: TlsSource;
+  /**
+   * Latency by RPC method and gRPC status code name (retries included), observed in the caller's
+   * async context so a sampled call's trace becomes the exemplar (lib/openmetrics.ts).
+   */
   latency?: Histogram<"method" | "code">;
   /** Calls tried again on another replica, by RPC method. */
   retries?: Counter<"method">;
@@ -89,19 +106,20 @@ type Unary<Req, Res> = (
  */
 export function createPetClient(opts: PetClientOptions): PetClient {
   const { PetService } = loadPetStorePackage(withGeneratedCodecs(loadPetServiceDefinition()));
-  const client = new PetService(opts.address, grpc.credentials.createInsecure(), PET_SERVICE_CHANNEL_OPTIONS);
+  const client = new PetService(opts.address, petServiceCredentials(opts.tls), PET_SERVICE_CHANNEL_OPTIONS);
 
   function call<Req, Res>(method: string) {
     const fn = (client[method] as Unary<Req, Res>).bind(client);
     // Histogram children made once per status code, not looked up by label object per call.
-    const byCode = new Map<number, { observe(seconds: number): void }>();
+    const byCode = new Map<number, LatencySeries>();
     const observe = (code: number, seconds: number) =>
-      getOrCreate(byCode, code, () => opts.latency!.labels({ method, code: grpc.status[code] ?? String(code) })).observe(seconds);
+      getOrCreate(byCode, code, () => latencySeries(opts.latency!, { method, code: grpc.status[code] ?? String(code) })).observe(seconds, trace.getActiveSpan());
     const retried = opts.retries?.labels(method);
-    const attempt = (request: Req, requestId: string, deadline: number): Promise<Res> =>
+    const attempt = (request: Req, ctx: CallContext, deadline: number): Promise<Res> =>
       new Promise((resolve, reject) => {
         const metadata = new grpc.Metadata();
-        metadata.set("x-request-id", requestId);
+        metadata.set("x-request-id", ctx.requestId);
+        if (ctx.metadata) for (const name in ctx.metadata) metadata.set(name, ctx.metadata[name]!);
         fn(request, metadata, { deadline }, (err, response) => (err ? reject(err) : resolve(response)));
       });
     return async (request: Req, ctx: CallContext): Promise<Res> => {
@@ -109,7 +127,7 @@ export function createPetClient(opts: PetClientOptions): PetClient {
       const deadline = Date.now() + opts.timeoutMs;
       for (let n = 1; ; n++) {
         try {
-          const response = await attempt(request, ctx.requestId, deadline);
+          const response = await attempt(request, ctx, deadline);
           if (opts.latency) observe(grpc.status.OK, (performance.now() - started) / 1000);
           return response;
         } catch (err) {

@@ -51,13 +51,7 @@ export async function listenTls(
   const unsubscribe = source.onChange((material) => listener.setSecureContext(contextOf(material)));
 
   const callers = new Map<string, Caller>();
-  const labels = new Set<string>();
-  const labelOf = (name: string) => {
-    if (labels.has(name)) return name;
-    if (labels.size >= MAX_CALLER_LABELS) return "other";
-    labels.add(name);
-    return name;
-  };
+  const labelOf = callerLabels();
   listener.on("secureConnection", (socket: tls.TLSSocket) => {
     const peer = `${socket.remoteAddress}:${socket.remotePort}`;
     const certificate = socket.authorized ? socket.getPeerX509Certificate() : undefined;
@@ -88,6 +82,17 @@ export async function listenTls(
       unsubscribe();
       listener.close();
     },
+  };
+}
+
+/** The `caller` label of each name: itself for the first `max` distinct names, then "other". */
+export function callerLabels(max = MAX_CALLER_LABELS): (name: string) => string {
+  const labels = new Set<string>();
+  return (name) => {
+    if (labels.has(name)) return name;
+    if (labels.size >= max) return "other";
+    labels.add(name);
+    return name;
   };
 }
 

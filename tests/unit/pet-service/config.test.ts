@@ -91,4 +91,26 @@ describe("pet-service config", () => {
       for (const bad of ["0", "1001", "ten", "2.5", " ", "0x10", "1e2"]) expect(() => loadConfig({ PETS_DB_POOL_SIZE: bad })).toThrowError(/^invalid configuration: PETS_DB_POOL_SIZE /);
     });
   });
+
+  describe("TLS (PET_SERVICE_TLS_*)", () => {
+    it("is off without a certificate; TLS with the certificate and key; mTLS with a client CA too", () => {
+      expect(loadConfig({})).not.toHaveProperty("tls");
+      expect(loadConfig({ PET_SERVICE_TLS_CERT: "/tls/tls.crt", PET_SERVICE_TLS_KEY: "/tls/tls.key" }).tls).toEqual({
+        cert: { variable: "PET_SERVICE_TLS_CERT", path: "/tls/tls.crt" },
+        key: { variable: "PET_SERVICE_TLS_KEY", path: "/tls/tls.key" },
+      });
+      expect(loadConfig({ PET_SERVICE_TLS_CERT: "/tls/tls.crt", PET_SERVICE_TLS_KEY: "/tls/tls.key", PET_SERVICE_TLS_CLIENT_CA: "/tls/ca.crt" }).tls?.ca).toEqual({
+        variable: "PET_SERVICE_TLS_CLIENT_CA",
+        path: "/tls/ca.crt",
+      });
+    });
+
+    it.each([
+      ["PET_SERVICE_TLS_KEY", { PET_SERVICE_TLS_CERT: "/tls/tls.crt" }],
+      ["PET_SERVICE_TLS_KEY", { PET_SERVICE_TLS_KEY: "/tls/tls.key" }],
+      ["PET_SERVICE_TLS_CLIENT_CA", { PET_SERVICE_TLS_CLIENT_CA: "/tls/ca.crt" }],
+    ])("refuses an incomplete set naming %s", (variable, env) => {
+      expect(() => loadConfig(env)).toThrowError(new RegExp(`^invalid configuration: ${variable} `));
+    });
+  });
 });

@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestKeys, type TestKeys } from "../../testkit/gateway.ts";
 import { spawnGateway, type GatewayProcess } from "../../testkit/gateway-process.ts";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../../testkit/otlp-receiver.ts";
-import { spawnPetService, type SpawnedPetService } from "../../testkit/pet-service.ts";
+import * as grpc from "@grpc/grpc-js";
+import { petClient, spawnPetService, type SpawnedPetService } from "../../testkit/pet-service.ts";
+import { createTestDatabase, type TestDatabase } from "../../testkit/postgres.ts";
 import { until } from "../../testkit/until.ts";
 
 // One request followed across both real processes into a real OTLP/HTTP receiver: the gateway
@@ -179,6 +181,54 @@ describe("with an OTLP endpoint", () => {
     expect(gatewayLine).toMatchObject({ traceId, spanId: expect.stringMatching(/^[0-9a-f]{16}$/) });
     expect(petLine).toMatchObject({ traceId, spanId: expect.stringMatching(/^[0-9a-f]{16}$/) });
     expect(petLine.spanId).not.toBe(gatewayLine.spanId);
+  });
+});
+
+describe("on PostgreSQL, called by an internal gRPC client", () => {
+  let receiver: OtlpReceiver;
+  let db: TestDatabase;
+  let pets: SpawnedPetService;
+
+  beforeAll(async () => {
+    [receiver, db] = await Promise.all([startOtlpReceiver(), createTestDatabase()]);
+    pets = await spawnPetService({ dbPath: db.url, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "50" } });
+  }, 60_000);
+  afterAll(async () => {
+    await pets?.stop();
+    await db?.drop();
+    await receiver?.close();
+  });
+
+  it("continues the traceparent of the call's metadata and puts each query in a span of its own (db.system postgresql, the operation, never values)", async () => {
+    const traceId = hex(16);
+    const callerSpan = hex(8);
+    const metadata = new grpc.Metadata();
+    metadata.set("traceparent", traceparent(traceId, callerSpan, "01"));
+    const client = petClient(pets.address);
+    try {
+      await client.create({ name: "Postgres pet", categoryId: "3", requestId: "pg-trace-1" }, { metadata });
+      await client.list({ status: "PET_STATUS_AVAILABLE" }, { metadata });
+    } finally {
+      client.close();
+    }
+    await until("the calls' spans", () => receiver.spans().filter((s) => s.traceId === traceId && s.kind === SERVER).length === 2);
+    await until("their queries", () => receiver.spans().filter((s) => s.traceId === traceId && s.kind === CLIENT).length >= 2);
+    const spans = receiver.spans().filter((s) => s.traceId === traceId);
+    const handlers = spans.filter((s) => s.kind === SERVER);
+    expect(handlers.map((h) => [h.name, h.parentSpanId])).toEqual([
+      ["petstore.v1.PetService/CreatePet", callerSpan],
+      ["petstore.v1.PetService/ListPets", callerSpan],
+    ]);
+    const queries = spans.filter((s) => s.kind === CLIENT);
+    expect(queries.map((q) => [q.name, q.attributes["pet_store.query"]])).toEqual([
+      ["INSERT pets", "insert_pet_once"],
+      ["SELECT pets", "list_pets_by_status"],
+    ]);
+    for (const query of queries) {
+      expect(handlers.map((h) => h.spanId)).toContain(query.parentSpanId);
+      expect(query.attributes).toMatchObject({ "db.system": "postgresql", "db.system.name": "postgresql", "db.collection.name": "pets" });
+    }
+    expect(receiver.rawBodies().map((b) => b.toString("latin1")).join("")).not.toContain("Postgres pet");
   });
 });
 

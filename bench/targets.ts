@@ -18,6 +18,8 @@ export interface ReportInput {
 const GATEWAY_CPU_US = 340;
 /** Pet service CPU-µs per ListPets(20) (aim: 100). */
 const PET_CPU_US = 130;
+/** Tracing on at a 1 % sampler: CPU-µs per request over the same path with tracing unset, both processes together. */
+const TRACING_CPU_US = 15;
 
 export function benchReport(r: ReportInput): string {
   const get = (key: string) => [...r.scenarios, ...r.halfRows].find((s) => s.key === key)?.summary;
@@ -106,6 +108,19 @@ function targetLines(
   if (r.redis) {
     const { a, c, d } = r.redis.monitor;
     lines.push(`- ${ok([a, c, d].every((n) => n === 1))} exactly 1 Redis command per request: ${fmt(a, 2)} (a), ${fmt(c, 2)} (c), ${fmt(d, 2)} (d)`);
+  }
+  // The hop's options against (a-mem), which has neither tracing nor TLS: both processes' CPU per request.
+  const plain = get("a-mem");
+  const hop = (s: Summary) => (s.cpu.front ?? NaN) + (s.cpu.pet ?? NaN);
+  const over = (s: Summary, than: Summary) => {
+    const d = hop(s) - hop(than);
+    return `${d >= 0 ? "+" : ""}${fmt(d)} µs (${fmt(hop(s))} vs ${fmt(hop(than))})`;
+  };
+  if (plain) {
+    each(["a-otel1"], (s) => `- ${ok(hop(s) - hop(plain) <= TRACING_CPU_US)} tracing on, 1 % sampled: ≤ +${TRACING_CPU_US} CPU-µs per request (gateway + pet service) over (a-mem): ${over(s, plain)}`);
+    each(["a-otel100"], (s) => `- reported: tracing on, every request sampled and exported, over (a-mem): ${over(s, plain)}`);
+    each(["a-tls"], (s) => `- reported: mTLS on the hop, over plaintext (a-mem): ${over(s, plain)}`);
+    each(["a-mem@base"], (base) => `- reported: (a-mem), tracing unset, over the compared checkout's: ${over(plain, base)}`);
   }
   const aHalf = get("aHalf");
   const bHalf = get("bHalf");

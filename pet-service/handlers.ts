@@ -147,7 +147,7 @@ function unaryHandler<Req, Res>(
       }
       return Math.round(elapsed * 10) / 10;
     };
-    context.with(requestContext(parent, span, requestId), () =>
+    context.with(requestContext(span, requestId), () =>
       handle(call.request).then(
         (response) => {
           logger.info({ ...fields, code: "OK", ms: finish(grpc.status.OK) }, "rpc");

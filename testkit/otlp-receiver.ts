@@ -98,7 +98,9 @@ function spansOf(request: ExportRequest, encoding: ReceivedSpan["encoding"]): Re
   });
 }
 
-export async function startOtlpReceiver(opts: { port?: number } = {}): Promise<OtlpReceiver> {
+/** `decode: false` (the benchmark's sink) accepts and counts exports without decoding or keeping them. */
+export async function startOtlpReceiver(opts: { port?: number; decode?: boolean } = {}): Promise<OtlpReceiver> {
+  const decode = opts.decode ?? true;
   const spans: ReceivedSpan[] = [];
   const bodies: Buffer[] = [];
   const types: string[] = [];
@@ -111,6 +113,11 @@ export async function startOtlpReceiver(opts: { port?: number } = {}): Promise<O
         return;
       }
       const raw = Buffer.concat(chunks);
+      if (!decode) {
+        types.push(req.headers["content-type"] ?? "");
+        res.writeHead(200, { "Content-Type": "application/x-protobuf" }).end();
+        return;
+      }
       const body = req.headers["content-encoding"] === "gzip" ? gunzipSync(raw) : raw;
       const type = req.headers["content-type"] ?? "";
       types.push(type);

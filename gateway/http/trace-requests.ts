@@ -25,7 +25,7 @@ export function traceRequests(): RequestHandler {
         "pet_store.request_id": res.locals.requestId,
       });
     }
-    context.with(requestContext(parent, span, res.locals.requestId), next);
+    context.with(requestContext(span, res.locals.requestId), next);
   };
 }
 

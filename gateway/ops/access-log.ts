@@ -1,10 +1,10 @@
-import { isSpanContextValid } from "@opentelemetry/api";
 import type { RequestHandler } from "express";
 import type { Logger } from "../../lib/logger.ts";
 import type { GatewayMetrics } from "./metrics.ts";
 import { getOrCreate } from "../../lib/get-or-create.ts";
 import { latencySeries, type LatencySeries } from "../../lib/openmetrics.ts";
 import { endRequestSpan } from "../http/trace-requests.ts";
+import { idsOf } from "../../lib/tracing/spans.ts";
 
 interface Series {
   count: { inc(): void };
@@ -48,11 +48,10 @@ export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger 
       observed.duration.observe(seconds, span);
       // The log record is built only when it will be written (LOG_LEVEL may be above info).
       if (!deps.logger.isLevelEnabled("info")) return;
-      const ids = span.spanContext();
       deps.logger.info(
         {
           requestId: res.locals.requestId,
-          ...(isSpanContextValid(ids) && { traceId: ids.traceId, spanId: ids.spanId }),
+          ...idsOf(span),
           method: req.method,
           route,
           url: req.originalUrl,

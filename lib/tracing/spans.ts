@@ -1,4 +1,4 @@
-import { context, createContextKey, isSpanContextValid, trace, TraceFlags, type Attributes, type Context, type Span, type SpanKind, type Tracer } from "@opentelemetry/api";
+import { context, createContextKey, INVALID_TRACEID, ROOT_CONTEXT, trace, TraceFlags, type Attributes, type Context, type Span, type SpanKind, type Tracer } from "@opentelemetry/api";
 
 /**
  * The few things both processes do with spans on the request path, kept cheap: without an OTLP
@@ -12,10 +12,19 @@ export const tracer = (): Tracer => (ours ??= trace.getTracer("pet-store-api"));
 /** The id of the request being handled (X-Request-Id, or the gateway's), beside its span in the context. */
 const REQUEST_ID = createContextKey("pet-store request id");
 
-/** `parent` with `span` active and the request's id: what a request's handling runs in. */
-export function requestContext(parent: Context, span: Span, requestId: string | undefined): Context {
-  const withSpan = trace.setSpan(parent, span);
-  return requestId === undefined ? withSpan : withSpan.setValue(REQUEST_ID, requestId);
+/**
+ * What a request's handling runs in: its request id and `span` (a child of the caller's, started
+ * by the caller) active. The caller's context holds nothing else we use, so both go on an empty
+ * one (the copies contexts make per value stay small; a WeakMap from span to id cost more, in GC).
+ */
+export function requestContext(span: Span, requestId: string | undefined): Context {
+  return trace.setSpan(requestId === undefined ? ROOT_CONTEXT : ROOT_CONTEXT.setValue(REQUEST_ID, requestId), span);
+}
+
+/** A span's trace and span ids, unless it has none (tracing never started in this process). */
+export function idsOf(span: Span): { traceId: string; spanId: string } | undefined {
+  const { traceId, spanId } = span.spanContext();
+  return traceId === INVALID_TRACEID ? undefined : { traceId, spanId };
 }
 
 /**
@@ -26,11 +35,10 @@ export function requestContext(parent: Context, span: Span, requestId: string | 
 export function logCorrelation(): Record<string, string> {
   const active = context.active();
   const span = trace.getSpan(active);
-  if (!span) return {};
-  const ids = span.spanContext();
-  if (!isSpanContextValid(ids)) return {};
+  const ids = span && idsOf(span);
+  if (!ids) return {};
   const requestId = active.getValue(REQUEST_ID) as string | undefined;
-  return requestId === undefined ? { traceId: ids.traceId, spanId: ids.spanId } : { requestId, traceId: ids.traceId, spanId: ids.spanId };
+  return requestId === undefined ? ids : { requestId, ...ids };
 }
 
 /**

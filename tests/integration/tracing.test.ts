@@ -262,7 +262,10 @@ describe("without an OTLP endpoint", () => {
     stack.gateway.child.kill("SIGTERM");
     await stack.gateway.exited;
     await stack.pets.stop();
-    if (!defaultReceiver) skip("127.0.0.1:4318 is in use here: the default endpoint could not be watched");
+    if (!defaultReceiver) {
+      skip("127.0.0.1:4318 is in use here: the default endpoint could not be watched");
+      return;
+    }
     expect(defaultReceiver.contentTypes()).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { copyFile, readFile } from "node:fs/promises";
 import path from "node:path";
 import tls from "node:tls";
@@ -83,6 +84,24 @@ describe("mTLS (PET_SERVICE_TLS_CERT, _KEY and _CLIENT_CA)", () => {
       client.close();
     }
     await until("the refusal's log line", () => pet.output().split("refused a connection: TLS handshake failed").length > before);
+  });
+
+  it("answers deploy/grpc-health-check.mjs (the containers' health check) over mTLS with its own certificate, and only so", async () => {
+    const check = (env: Record<string, string>) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, ["deploy/grpc-health-check.mjs", pet.address, "petstore.v1.PetService"], {
+          cwd: path.resolve(import.meta.dirname, "../../.."),
+          env: { PATH: process.env.PATH ?? "", ...env },
+          stdio: ["ignore", "ignore", "pipe"],
+        });
+        let stderr = "";
+        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+        child.on("close", (code) => resolve({ code, stderr }));
+      });
+    expect(await check({ PET_SERVICE_TLS_CERT: served.cert, PET_SERVICE_TLS_KEY: served.key })).toEqual({ code: 0, stderr: "" });
+    const plaintext = await check({});
+    expect(plaintext.code).toBe(1);
+    expect(plaintext.stderr).toMatch(/UNAVAILABLE/);
   });
 
   it("takes a new certificate and a new client CA from its files without a restart: new connections use them", async () => {

@@ -78,7 +78,8 @@ const README_INTRO =
   "`npm run bench` (bench/run.ts and its modules) starts a private Redis, one pet service and two gateways (Redis and " +
   "memory limiter) as separate processes, seeds 20 pets and drives them with wrk and h2load beside bare Express, two " +
   "Express + grpc-js floors, a grpc-js server answering fixed bytes and, when Debian's Go packages are installed, " +
-  "grpc-gateway (bench/grpc-gateway/), and PostgreSQL (a private database) behind two pet-service replicas; each " +
+  "grpc-gateway (bench/grpc-gateway/), PostgreSQL (a private database) behind two pet-service replicas, and the " +
+  "memory-limiter path again with tracing on (1 % and 100 % sampled, to a local OTLP sink) and with mTLS on the hop; each " +
   "process's CPU per request comes from /proc. It rewrites this section. " +
   "CI runs only `bench/run.ts --smoke` (tests/integration/bench.test.ts; `.ci/run` installs wrk and nghttp2-client " +
   "when missing), which checks that the script works and asserts nothing about speed. `--only KEYS` runs some " +

@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { Registry } from "prom-client";
+import { listen } from "../lib/listen.ts";
 import type { Logger } from "../lib/logger.ts";
 import { exposition } from "../lib/openmetrics.ts";
 
@@ -39,18 +40,12 @@ export async function listenMetrics(opts: { host: string; port: number; registry
   server.requestTimeout = 10_000;
   server.headersTimeout = 5_000;
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  const port = await listen(server, opts.port, opts.host);
   server.on("error", (err) => logger.error({ err }, "metrics server error"));
 
   let closed: Promise<void> | undefined;
   return {
-    port: (server.address() as { port: number }).port,
+    port,
     close: () =>
       (closed ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,6 +1,7 @@
 import type { X509Certificate } from "node:crypto";
 import tls from "node:tls";
 import * as grpc from "@grpc/grpc-js";
+import { listen } from "../lib/listen.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { TlsMaterial, TlsSource } from "../lib/tls-files.ts";
 
@@ -67,16 +68,10 @@ export async function listenTls(
     logger.warn({ remote: `${socket.remoteAddress}:${socket.remotePort}`, reason: err.code ?? err.message }, "refused a connection: TLS handshake failed");
   });
 
-  await new Promise<void>((resolve, reject) => {
-    listener.once("error", reject);
-    listener.listen(opts.port, opts.host, () => {
-      listener.off("error", reject);
-      resolve();
-    });
-  });
+  const port = await listen(listener, opts.port, opts.host);
   listener.on("error", (err) => logger.error({ err }, "TLS listener error"));
   return {
-    port: (listener.address() as { port: number }).port,
+    port,
     callerOf: (peer) => callers.get(peer),
     close() {
       unsubscribe();

@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { gunzipSync } from "node:zlib";
+import { listen } from "../lib/listen.ts";
 
 /**
  * An OTLP/HTTP trace receiver on loopback, as a collector would be: it accepts POST /v1/traces in
@@ -134,11 +134,7 @@ export async function startOtlpReceiver(opts: { port?: number; decode?: boolean 
       }
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, opts.port ?? 0, "127.0.0.1");
   return {
     url: `http://127.0.0.1:${port}`,
     spans: () => [...spans],

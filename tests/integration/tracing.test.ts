@@ -130,7 +130,9 @@ describe("with an OTLP endpoint", () => {
       for (const secret of [stack.key, stack.key.split(".")[2]!, "Bearer", petName, idempotencyKey]) expect(exported).not.toContain(secret);
     });
 
-    it("puts the request id, trace id and span id on both processes' log lines", () => {
+    it("puts the request id, trace id and span id on both processes' log lines", async () => {
+      // Lines are written in batches (lib/logger.ts): the spans may be in before them.
+      await until("both processes' lines", () => logLine(stack.gateway.output(), requestId, "request") !== undefined && logLine(stack.pets.output(), requestId, "rpc") !== undefined);
       const server = one(spans, (s) => s.service === "gateway" && s.kind === SERVER, "the gateway's server span");
       const handler = one(spans, (s) => s.service === "pet-service" && s.kind === SERVER, "the pet service's server span");
       expect(logLine(stack.gateway.output(), requestId, "request")).toMatchObject({ requestId, traceId, spanId: server.spanId, status: 201 });
@@ -175,7 +177,7 @@ describe("with an OTLP endpoint", () => {
     expect((await fetch(`${stack.gateway.url}/v1/pets`, { headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": after } })).status).toBe(200);
     await until("the later request's spans", () => receiver.spans().some((s) => s.attributes["pet_store.request_id"] === after && s.service === "pet-service"));
     expect(traceOf(traceId)).toEqual([]);
-    await until("both processes' lines", () => logLine(stack.pets.output(), requestId, "rpc") !== undefined);
+    await until("both processes' lines", () => logLine(stack.pets.output(), requestId, "rpc") !== undefined && logLine(stack.gateway.output(), requestId, "request") !== undefined);
     const gatewayLine = logLine(stack.gateway.output(), requestId, "request")!;
     const petLine = logLine(stack.pets.output(), requestId, "rpc")!;
     expect(gatewayLine).toMatchObject({ traceId, spanId: expect.stringMatching(/^[0-9a-f]{16}$/) });

@@ -159,7 +159,8 @@ describe("with an OTLP endpoint", () => {
       headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": requestId, traceparent: "00-NOT-A-TRACE-01" },
     });
     expect(res.status).toBe(200);
-    await until("its spans", () => receiver.spans().some((s) => s.attributes["pet_store.request_id"] === requestId && s.service === "pet-service"));
+    const ofRequest = (service: string) => receiver.spans().some((s) => s.attributes["pet_store.request_id"] === requestId && s.service === service);
+    await until("its spans from both processes", () => ofRequest("gateway") && ofRequest("pet-service"));
     const server = receiver.spans().find((s) => s.attributes["pet_store.request_id"] === requestId && s.service === "gateway")!;
     expect(server.parentSpanId).toBeUndefined();
     expect(receiver.spans().filter((s) => s.traceId === server.traceId).map((s) => s.service)).toEqual(expect.arrayContaining(["gateway", "pet-service"]));
@@ -175,7 +176,8 @@ describe("with an OTLP endpoint", () => {
     // A sampled request after it: once its spans are in, the unsampled one's would have been too.
     const after = `trace-after-${randomUUID()}`;
     expect((await fetch(`${stack.gateway.url}/v1/pets`, { headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": after } })).status).toBe(200);
-    await until("the later request's spans", () => receiver.spans().some((s) => s.attributes["pet_store.request_id"] === after && s.service === "pet-service"));
+    const ofAfter = (service: string) => receiver.spans().some((s) => s.attributes["pet_store.request_id"] === after && s.service === service);
+    await until("the later request's spans from both processes", () => ofAfter("gateway") && ofAfter("pet-service"));
     expect(traceOf(traceId)).toEqual([]);
     await until("both processes' lines", () => logLine(stack.pets.output(), requestId, "rpc") !== undefined && logLine(stack.gateway.output(), requestId, "request") !== undefined);
     const gatewayLine = logLine(stack.gateway.output(), requestId, "request")!;

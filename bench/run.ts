@@ -80,11 +80,12 @@ const README_INTRO =
   "`npm run bench` (bench/run.ts and its modules) starts a private Redis, one pet service and two gateways (Redis and " +
   "memory limiter) as separate processes, seeds 20 pets and drives them with wrk and h2load beside bare Express, two " +
   "Express + grpc-js floors, a grpc-js server answering fixed bytes and, when Debian's Go packages are installed, " +
-  "grpc-gateway (bench/grpc-gateway/, built offline), and PostgreSQL (a private database) behind two pet-service replicas; " +
-  "rows (l) are the gRPC-client candidates (bench/pet-client-driver.ts: grpc-js as the gateway used it, grpc-js through " +
-  "makeUnaryRequest, the node:http2 client the gateway uses now), each its own process making ListPets(20) calls. Every " +
-  "Node process runs on the project's runtime (the version below). Each process's CPU per request comes from /proc " +
-  "(the client rows: the client's own process.cpuUsage()). It rewrites this section. " +
+  "grpc-gateway (bench/grpc-gateway/, built offline), PostgreSQL (a private database) behind two pet-service replicas, " +
+  "and the memory-limiter path again with tracing on (1 % and 100 % sampled, to a local OTLP sink) and with mTLS on the " +
+  "hop; rows (l) are the gRPC-client candidates (bench/pet-client-driver.ts: grpc-js as the gateway used it, grpc-js " +
+  "through makeUnaryRequest, the node:http2 client the gateway uses now), each its own process making ListPets(20) " +
+  "calls. Every Node process runs on the project's runtime (the version below). Each process's CPU per request comes " +
+  "from /proc (the client rows: the client's own process.cpuUsage()). It rewrites this section. " +
   "CI runs only `bench/run.ts --smoke` (tests/integration/bench.test.ts; `.ci/run` installs wrk and nghttp2-client " +
   "when missing), which checks that the script works and asserts nothing about speed. `--only KEYS` runs some " +
   "scenarios (`npm run bench:clients`: the client rows with (g) and (k)), `--compare DIR` runs another checkout beside " +

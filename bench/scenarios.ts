@@ -1,6 +1,9 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { startOtlpReceiver } from "../testkit/otlp-receiver.ts";
 import { createTestDatabase } from "../testkit/postgres.ts";
+import { createTestPki } from "../testkit/tls.ts";
 import type { PrivateRedis } from "../testkit/redis-server.ts";
 import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.ts";
 import { h2load, wrk, type HttpTarget, type Run } from "./load.ts";
@@ -148,7 +151,7 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
         })
       : undefined,
   ];
-  if (opts.compareRoot && ["c-mem@base", "a@base", "g@base"].some(wanted)) {
+  if (opts.compareRoot && ["c-mem@base", "a@base", "a-mem@base", "g@base"].some(wanted)) {
     const root = opts.compareRoot;
     const basePet = await startPetService({ dir, name: "pet-service-base", db: path.join(dir, "pets-base.sqlite"), logLevel: LOG_LEVEL, root, ...profile(opts) });
     const baseGateway = await startGateway({ dir, name: "gateway-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, redisUrl: redis.url, root, ...profile(opts) });
@@ -158,6 +161,7 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
     all.push(
       http("c-mem@base", `(c) auth + limiter only, memory limiter, ${root}`, noop(baseMemory), baseMemory, false, false, basePet),
       http("a@base", `(a) full path, ${root}`, list(baseGateway), baseGateway, true, true, basePet),
+      http("a-mem@base", `(a) full path, memory limiter, ${root}`, list(baseMemory), baseMemory, false, true, basePet),
       baseDirect,
     );
   }
@@ -191,14 +195,15 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
     if ("missing" in go) notMeasured.push(go.missing);
     else all.push(http("i", "(i) grpc-gateway (Go) in front of the same pet service: GET /v1/pets?limit=20, its own JSON, no auth or limits", list(go), go));
   }
-  let cleanUp = async () => {};
+  const cleanUps: (() => Promise<void>)[] = [];
+  all.push(...(await hopVariants({ dir, keysDir, auth, settings, wanted, profile: profile(opts), cleanUps, http, list })));
   if (opts.postgres && (wanted("a-pg") || wanted("d-pg"))) {
     const database = await createTestDatabase(`${PG_SERVER}/postgres`).catch((err: unknown) => ({
       missing: `PostgreSQL rows need a server (BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432); CREATE DATABASE at ${PG_SERVER} failed: ${err instanceof Error ? err.message : String(err)}`,
     }));
     if ("missing" in database) notMeasured.push(database.missing);
     else {
-      cleanUp = database.drop;
+      cleanUps.push(database.drop);
       // One after the other: the first creates the schema.
       const replicas: Service[] = [];
       for (const i of [0, 1]) replicas.push(await startPetService({ dir, name: `pet-service-pg-${i}`, db: database.url, logLevel: LOG_LEVEL, ...profile(opts) }));
@@ -231,7 +236,59 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
   }
   const scenarios = all.filter((s): s is Scenario => s !== undefined && wanted(s.key));
   log(`scenarios: ${scenarios.map((s) => s.key).join(", ")}`);
-  return { scenarios, targets, notMeasured, cleanUp };
+  return { scenarios, targets, notMeasured, cleanUp: async () => void (await Promise.all(cleanUps.map((c) => c()))) };
+}
+
+/**
+ * The full path, memory limiter, with tracing on (OTLP/HTTP protobuf to a sink in this process,
+ * which answers without decoding) at a 1 % and a 100 % sampler, and with mTLS on the hop
+ * (certificates made with openssl): each its own pet service and gateway, beside (a-mem), which
+ * has neither.
+ */
+async function hopVariants(o: {
+  dir: string;
+  keysDir: string;
+  auth: Record<string, string>;
+  settings: { seed: number };
+  wanted: (key: string) => boolean;
+  profile: { profileDir?: string };
+  cleanUps: (() => Promise<void>)[];
+  http: (key: string, label: string, target: HttpTarget, front: Service, withRedis: boolean, viaPet: boolean, petService: Service) => Scenario;
+  list: (s: Service) => HttpTarget;
+}): Promise<Scenario[]> {
+  const variant = async (name: string, petEnv: Record<string, string>, gatewayEnv: Record<string, string>, credentials?: grpc.ChannelCredentials) => {
+    const pet = await startPetService({ dir: o.dir, name: `pet-service-${name}`, db: path.join(o.dir, `pets-${name}.sqlite`), logLevel: LOG_LEVEL, env: petEnv, ...(credentials && { credentials }), ...o.profile });
+    const front = await startGateway({ dir: o.dir, name: `gateway-${name}`, petAddress: pet.address, keysDir: o.keysDir, logLevel: LOG_LEVEL, env: gatewayEnv, ...o.profile });
+    await seedPets(front.address, o.auth, o.settings.seed);
+    return { front, pet };
+  };
+  const row = (key: string, label: string, { front, pet }: { front: Service; pet: Service }) => o.http(key, label, o.list(front), front, false, true, pet);
+  const scenarios: Scenario[] = [];
+  if (o.wanted("a-otel1") || o.wanted("a-otel100")) {
+    const sink = await startOtlpReceiver({ decode: false });
+    o.cleanUps.push(() => sink.close());
+    const traced = (ratio: string) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: ratio });
+    if (o.wanted("a-otel1")) {
+      scenarios.push(row("a-otel1", "(a) full path, memory limiter, tracing on: OTLP/HTTP protobuf to a local sink, 1 % of requests sampled", await variant("otel1", traced("0.01"), traced("0.01"))));
+    }
+    if (o.wanted("a-otel100")) {
+      scenarios.push(row("a-otel100", "(a) full path, memory limiter, tracing on: every request sampled and exported (100 %)", await variant("otel100", traced("1"), traced("1"))));
+    }
+  }
+  if (o.wanted("a-tls")) {
+    const pki = await createTestPki();
+    o.cleanUps.push(() => pki.remove());
+    const ca = await pki.ca("bench-ca");
+    const [server, client] = await Promise.all([ca.issue("pet-service"), ca.issue("gateway")]);
+    const stack = await variant(
+      "tls",
+      { PET_SERVICE_TLS_CERT: server.cert, PET_SERVICE_TLS_KEY: server.key, PET_SERVICE_TLS_CLIENT_CA: ca.cert },
+      { PET_SERVICE_TLS_CA: ca.cert, PET_SERVICE_TLS_CLIENT_CERT: client.cert, PET_SERVICE_TLS_CLIENT_KEY: client.key },
+      grpc.credentials.createSsl(readFileSync(ca.cert), readFileSync(client.key), readFileSync(client.cert)),
+    );
+    scenarios.push(row("a-tls", "(a) full path, memory limiter, mTLS on the gateway → pet service hop (client certificates, TLS 1.3)", stack));
+  }
+  return scenarios;
 }
 
 const profile = (opts: ScenarioOptions) => (opts.profileDir ? { profileDir: opts.profileDir } : {});

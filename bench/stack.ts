@@ -29,6 +29,10 @@ export interface PetServiceOptions {
   profileDir?: string;
   /** Another checkout to run the service from (--compare); this one by default. */
   root?: string;
+  /** More variables (OTEL_*, PET_SERVICE_TLS_*). */
+  env?: Record<string, string>;
+  /** How the start-up health check reaches it (TLS when `env` turns it on). */
+  credentials?: grpc.ChannelCredentials;
 }
 
 export async function startPetService(opts: PetServiceOptions): Promise<Service> {
@@ -37,12 +41,13 @@ export async function startPetService(opts: PetServiceOptions): Promise<Service>
   const proc = spawnNode(
     opts.name,
     "pet-service/main.ts",
-    { PET_SERVICE_HOST: "127.0.0.1", PET_SERVICE_PORT: String(port), PETS_DB: opts.db, LOG_LEVEL: opts.logLevel },
+    { PET_SERVICE_HOST: "127.0.0.1", PET_SERVICE_PORT: String(port), PETS_DB: opts.db, LOG_LEVEL: opts.logLevel, ...opts.env },
     opts.dir,
     profileArgs(opts.profileDir, opts.name),
     opts.root,
   );
-  await waitFor(proc, "grpc health SERVING", async () => (await checkHealth(address, "", { timeoutMs: 500 })) === "SERVING");
+  const health = { timeoutMs: 500, ...(opts.credentials && { credentials: opts.credentials }) };
+  await waitFor(proc, "grpc health SERVING", async () => (await checkHealth(address, "", health)) === "SERVING");
   return { proc, address };
 }
 
@@ -58,6 +63,8 @@ export interface GatewayOptions {
   profileDir?: string;
   /** Another checkout to run the gateway from (--compare); this one by default. */
   root?: string;
+  /** More variables (OTEL_*, PET_SERVICE_TLS_*). */
+  env?: Record<string, string>;
 }
 
 export async function startGateway(opts: GatewayOptions): Promise<Service> {
@@ -73,6 +80,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Service> {
       ...(opts.redisUrl && { REDIS_URL: opts.redisUrl }),
       KEYS_DIR: opts.keysDir,
       LOG_LEVEL: opts.logLevel,
+      ...opts.env,
     },
     opts.dir,
     profileArgs(opts.profileDir, opts.name),

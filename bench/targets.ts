@@ -106,5 +106,24 @@ function targetLines(get: (key: string) => Summary | undefined): string[] {
     if (!go) missing(text, "no grpc-gateway front here; see Notes");
     else line(s.rps / go.rps >= THROUGHPUT_VS_GO, `${text}: ${fmt(s.rps)} vs ${fmt(go.rps)} req/s = ${fmt(s.rps / go.rps, 2)}×`);
   }
+  // The hop's options against (a-mem), which has neither tracing nor TLS: both processes' CPU per
+  // request, reported (no target: the design asks only that tracing unset cost nothing beyond propagation).
+  const plain = get("a-mem");
+  const hop = (s: Summary) => (s.cpu.front ?? NaN) + (s.cpu.pet ?? NaN);
+  const over = (s: Summary, than: Summary) => {
+    const d = hop(s) - hop(than);
+    return `${d >= 0 ? "+" : ""}${fmt(d)} µs (${fmt(hop(s))} vs ${fmt(hop(than))})`;
+  };
+  const reported: [string, string][] = [
+    ["a-otel1", "tracing on, 1 % sampled"],
+    ["a-otel100", "tracing on, every request sampled and exported"],
+    ["a-tls", "mTLS on the hop"],
+  ];
+  for (const [key, what] of plain ? reported : []) {
+    const s = get(key);
+    if (s) lines.push(`- reported: ${what}, over plaintext with tracing unset (a-mem), gateway + pet service: ${over(s, plain!)}`);
+  }
+  const base = get("a-mem@base");
+  if (plain && base) lines.push(`- reported: (a-mem), tracing unset, over the compared checkout's: ${over(plain, base)}`);
   return lines;
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { context } from "@opentelemetry/api";
 import express, { type Request, type Response } from "express";
 import type { Logger } from "../lib/logger.ts";
 import type { KeyVerifier } from "./auth/jwt-verifier.ts";
@@ -14,6 +15,7 @@ import type { GatewayMetrics } from "./ops/metrics.ts";
 import { opsRouter } from "./ops/routes.ts";
 import { admittedKey } from "./http/locals.ts";
 import { requestContext } from "./http/request-context.ts";
+import { traceRequests } from "./http/trace-requests.ts";
 import { ROUTES, type Route } from "./http/routes.ts";
 import { servedBy, upstreamProxy, type Upstream } from "./upstreams/upstreams.ts";
 import type { Clock } from "../lib/clock.ts";
@@ -56,6 +58,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.set("etag", false);
   app.set("trust proxy", deps.trustProxy);
   app.use(requestContext());
+  app.use(traceRequests());
   app.use(observeRequests(deps));
   // /v1 first: the API's requests (nearly all of them) do not walk past the ops routes. The two
   // never overlap: ops paths are outside /v1, and the v1 router answers everything under /v1.
@@ -73,7 +76,10 @@ function v1Router(deps: AppDeps): express.Router {
   router.get("/openapi.json", (_req, res) => {
     res.type("application/json").send(OPENAPI_JSON);
   });
-  const readBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
+  const rawBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
+  // The body's last chunk, not this request's async context, calls next: the handler after it
+  // runs in the request's context again (its span, its log fields).
+  const readBody: express.RequestHandler = (req, res, next) => rawBody(req, res, context.bind(context.active(), next));
 
   // Before anything decodes parameters: the route template labels metrics and logs (even for
   // 401/429), and deprecation headers go on every response of a deprecated operation.

@@ -3,6 +3,8 @@ import { z } from "zod";
 import { decimalText, integer, parseEnv, port } from "../lib/config.ts";
 import { defaultKeysDir } from "../lib/keys-dir.ts";
 import { redisUrl } from "../lib/redis-client.ts";
+import type { TlsFiles } from "../lib/tls-files.ts";
+import { batchFitsQueue, OTEL_ENV } from "../lib/tracing/config.ts";
 import { GRPC_TARGET_FORMS, isGrpcTarget } from "./pet-client/grpc-target.ts";
 import type { Upstream } from "./upstreams/upstreams.ts";
 
@@ -54,15 +56,41 @@ export const GATEWAY_ENV = z.object({
   HEADERS_TIMEOUT_MS: positiveInt(10_000, "a positive number of milliseconds"),
   /** …and the whole request, body included, within this. */
   REQUEST_TIMEOUT_MS: positiveInt(30_000, "a positive number of milliseconds"),
-}).refine((env) => env.REQUEST_TIMEOUT_MS >= env.HEADERS_TIMEOUT_MS, {
-  path: ["REQUEST_TIMEOUT_MS"],
-  message: "must be at least HEADERS_TIMEOUT_MS",
-});
+  /**
+   * TLS to the pet service (any of the three set): the CA that signs its certificate (Node's
+   * public roots when unset), and this gateway's client certificate and key for mTLS. PEM files,
+   * re-read when they change.
+   */
+  PET_SERVICE_TLS_CA: z.string().optional(),
+  PET_SERVICE_TLS_CLIENT_CERT: z.string().optional(),
+  PET_SERVICE_TLS_CLIENT_KEY: z.string().optional(),
+  ...OTEL_ENV,
+})
+  .refine((env) => env.REQUEST_TIMEOUT_MS >= env.HEADERS_TIMEOUT_MS, {
+    path: ["REQUEST_TIMEOUT_MS"],
+    message: "must be at least HEADERS_TIMEOUT_MS",
+  })
+  .refine((env) => (env.PET_SERVICE_TLS_CLIENT_CERT === undefined) === (env.PET_SERVICE_TLS_CLIENT_KEY === undefined), {
+    path: ["PET_SERVICE_TLS_CLIENT_KEY"],
+    message: "and PET_SERVICE_TLS_CLIENT_CERT must be set together",
+  })
+  .refine(batchFitsQueue.check, batchFitsQueue.params);
 
 export type GatewayConfig = Readonly<z.infer<typeof GATEWAY_ENV>>;
 
 export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   return parseEnv(GATEWAY_ENV, env);
+}
+
+/** The files of TLS to the pet service; undefined when none is set (plaintext, h2c). */
+export function petServiceTlsFiles(config: GatewayConfig): TlsFiles | undefined {
+  const { PET_SERVICE_TLS_CA: ca, PET_SERVICE_TLS_CLIENT_CERT: cert, PET_SERVICE_TLS_CLIENT_KEY: key } = config;
+  if (ca === undefined && cert === undefined) return undefined;
+  return {
+    ...(ca !== undefined && { ca: { variable: "PET_SERVICE_TLS_CA", path: ca } }),
+    ...(cert !== undefined && { cert: { variable: "PET_SERVICE_TLS_CLIENT_CERT", path: cert } }),
+    ...(key !== undefined && { key: { variable: "PET_SERVICE_TLS_CLIENT_KEY", path: key } }),
+  };
 }
 
 /** The configured upstreams: /v1/store/* and /v1/categories* when their URLs are set. */

@@ -5,11 +5,13 @@ import { createApp, type AppDeps } from "./app.ts";
 import { clientErrorHandler } from "./http/error-handler.ts";
 import { createKeyVerifier } from "./auth/jwt-verifier.ts";
 import { watchRevocations } from "./auth/revocation-list.ts";
-import { upstreamsOf, type GatewayConfig } from "./config.ts";
+import { petServiceTlsFiles, upstreamsOf, type GatewayConfig } from "./config.ts";
 import { createLimiter, type Limiter } from "./limiter/create-limiter.ts";
 import { ANONYMOUS_WINDOWS } from "./quota/plans.ts";
 import { createGatewayMetrics, type GatewayMetrics } from "./ops/metrics.ts";
 import { createPetClient } from "./pet-client/pet-client.ts";
+import { tracePetClient } from "./pet-client/traced.ts";
+import { watchTlsFiles } from "../lib/tls-files.ts";
 import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./ops/readiness.ts";
 import type { Clock } from "../lib/clock.ts";
 
@@ -52,13 +54,19 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
       logger,
       metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
     });
-  const pets = createPetClient({
+  // TLS to the pet service when PET_SERVICE_TLS_* say so; the files are read now (a bad one stops the start) and on every change.
+  const tlsFiles = petServiceTlsFiles(config);
+  const tls = tlsFiles && watchTlsFiles(tlsFiles, { logger });
+  const client = createPetClient({
     address: config.PET_SERVICE_ADDR,
     timeoutMs: config.PET_SERVICE_TIMEOUT_MS,
     latency: metrics.grpcDuration,
     retries: metrics.grpcRetries,
+    ...(tls && { tls }),
   });
-  const petHealth = petServiceHealth(pets, { explain: () => storageFaultOf(pets) });
+  const pets = tracePetClient(client);
+  // The probe's own calls: no span of a request's trace.
+  const petHealth = petServiceHealth(client, { explain: () => storageFaultOf(client) });
   metrics.probePetService(petHealth.serving);
 
   let stopping = false;
@@ -97,6 +105,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     },
     async close() {
       pets.close();
+      tls?.close();
       verifier.close();
       revocations.close();
       await limiter.close();

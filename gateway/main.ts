@@ -7,9 +7,12 @@ import { loadGatewayConfig } from "./config.ts";
 import { createGateway, createHttpServer } from "./gateway.ts";
 import { createGatewayMetrics } from "./ops/metrics.ts";
 import { systemClock } from "../lib/clock.ts";
+import { tracingSettings } from "../lib/tracing/config.ts";
+import { startTracing } from "../lib/tracing/start.ts";
 
 await runMain(async () => {
   const config = loadGatewayConfig();
+  const tracing = startTracing("gateway", tracingSettings(config));
   const logger = createLogger("gateway");
   const legacyKeysDir = legacyKeysDirNotice(config.KEYS_DIR);
   if (legacyKeysDir) logger.warn(legacyKeysDir);
@@ -18,7 +21,18 @@ await runMain(async () => {
 
   const server = createHttpServer(app, logger, config).listen(config.GATEWAY_PORT, config.GATEWAY_HOST, () => {
     const { port } = server.address() as AddressInfo;
-    logger.info({ port, host: config.GATEWAY_HOST, petService: config.PET_SERVICE_ADDR, redis: Boolean(config.REDIS_URL), node: process.version }, "gateway listening");
+    logger.info(
+      {
+        port,
+        host: config.GATEWAY_HOST,
+        petService: config.PET_SERVICE_ADDR,
+        petServiceTls: Boolean(config.PET_SERVICE_TLS_CA ?? config.PET_SERVICE_TLS_CLIENT_CERT),
+        redis: Boolean(config.REDIS_URL),
+        tracesExported: tracing.exporting,
+        node: process.version,
+      },
+      "gateway listening",
+    );
   });
   server.on("error", (err) => {
     logger.fatal({ err }, "gateway could not listen");
@@ -58,6 +72,8 @@ await runMain(async () => {
     force.unref();
     server.close(async () => {
       await gateway.close();
+      // The last requests' spans leave before the process does.
+      await tracing.shutdown().catch((err: unknown) => logger.warn({ err }, "exporting the last spans failed"));
       logger.info("gateway stopped");
       process.exit(0);
     });

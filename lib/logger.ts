@@ -1,5 +1,6 @@
 import pino, { type DestinationStream, type Logger } from "pino";
 import { ConfigError } from "./config.ts";
+import { logCorrelation } from "./tracing/spans.ts";
 
 export type { Logger };
 
@@ -13,12 +14,22 @@ export type { Logger };
  */
 export const BATCHED_DESTINATION = { sync: false, minLength: 4096, periodicFlush: 10 } as const;
 
+/**
+ * A person at a terminal (`npm start`) reads lines, not JSON: pino-pretty, one line per entry
+ * (time, level, process, message, then the fields), written synchronously so the last lines
+ * before an exit show. Anything else (a pipe, a file, a container log) gets JSON as before.
+ */
+const readable = process.stdout.isTTY
+  ? (await import("pino-pretty")).default({ colorize: true, singleLine: true, sync: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" })
+  : undefined;
+
 let stdout: DestinationStream | undefined;
-const batchedStdout = (): DestinationStream => (stdout ??= pino.destination({ dest: 1, ...BATCHED_DESTINATION }));
+const batchedStdout = (): DestinationStream => (stdout ??= readable ?? pino.destination({ dest: 1, ...BATCHED_DESTINATION }));
 
 /**
- * JSON logs on stdout. Credentials are redacted wherever they could appear, so a log line
- * never carries an API key.
+ * JSON logs on stdout (readable lines on a terminal). Credentials are redacted wherever they
+ * could appear, so a log line never carries an API key. A line written while a request is
+ * handled carries its requestId, traceId and spanId (lib/tracing/spans.ts).
  */
 export function createLogger(name: string, level = process.env.LOG_LEVEL || "info"): Logger {
   // An empty LOG_LEVEL is unset, as for every variable; an unknown one is a configuration error
@@ -30,6 +41,7 @@ export function createLogger(name: string, level = process.env.LOG_LEVEL || "inf
     {
       name,
       level,
+      mixin: logCorrelation,
       redact: {
         paths: ["req.headers.authorization", "headers.authorization", "authorization", "token", "apiKey"],
         censor: "[redacted]",

@@ -8,13 +8,18 @@ import { createPetServiceMetrics } from "./metrics.ts";
 import { listenMetrics, type MetricsServer } from "./metrics-server.ts";
 import { createServer } from "./server.ts";
 import { describePetsDb, openPetStore } from "./store/open-store.ts";
+import { watchTlsFiles } from "../lib/tls-files.ts";
+import { startTracing } from "../lib/tracing/start.ts";
 
 /** Backstop should closing the database hang after the drain: still gone before Kubernetes' SIGKILL. */
 const HARD_EXIT_MS = 9_500;
 
 await runMain(async () => {
   const config = loadConfig(process.env);
+  const tracing = startTracing("pet-service", config.tracing);
   const logger = createLogger("pet-service");
+  // TLS files are read now (a bad one stops the start, naming its variable) and whenever they change.
+  const tls = config.tls && { source: watchTlsFiles(config.tls, { logger }), requireClientCert: config.tls.ca !== undefined };
   // grpc-js writes its own diagnostics to the console; keep every log line of this process JSON.
   const grpcLog = logger.child({ source: "grpc-js" });
   grpc.setLogger({
@@ -32,7 +37,7 @@ await runMain(async () => {
   const store = await openPetStore(config.petsDb, { metrics, logger, poolSize: config.poolSize }).catch((err: unknown) => {
     throw new ConfigError("PETS_DB", `cannot be opened (got ${JSON.stringify(petsDb)}): ${messageOf(err)}`);
   });
-  const pet = createServer({ store, logger, metrics });
+  const pet = createServer({ store, logger, metrics, ...(tls && { tls }) });
   const port = await pet.listen(config.host, config.port).catch(async (err: unknown) => {
     await store.close();
     const reason = messageOf(err);
@@ -67,6 +72,8 @@ await runMain(async () => {
       port,
       ...(metricsServer && { metricsPort: metricsServer.port }),
       petsDb,
+      tls: tls ? (tls.requireClientCert ? "mtls" : "tls") : "off",
+      tracesExported: tracing.exporting,
       node: process.version,
     },
     "pet-service listening",
@@ -87,6 +94,8 @@ await runMain(async () => {
       .shutdown()
       .then(() => metricsServer?.close())
       .then(() => store.close())
+      // The last calls' spans leave before the process does.
+      .then(() => tracing.shutdown().catch((err: unknown) => logger.warn({ err }, "exporting the last spans failed")))
       .then(
         () => {
           logger.info("pet-service stopped");

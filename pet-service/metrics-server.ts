@@ -1,10 +1,12 @@
 import http from "node:http";
 import type { Registry } from "prom-client";
+import { listen } from "../lib/listen.ts";
 import type { Logger } from "../lib/logger.ts";
+import { exposition } from "../lib/openmetrics.ts";
 
 /**
  * The pet service's optional HTTP listener (METRICS_PORT), for Prometheus and HTTP-only probes:
- *   GET /metrics  Prometheus text format
+ *   GET /metrics  Prometheus text format (OpenMetrics, with exemplars, when asked for)
  *   GET /healthz  200 {"status":"ok"} while the process runs (liveness; readiness is gRPC health)
  * Nothing else; it serves no pet data. Plain node:http: two fixed routes need no framework.
  */
@@ -25,8 +27,9 @@ export async function listenMetrics(opts: { host: string; port: number; registry
       return send(res, 405, "text/plain; charset=utf-8", "method not allowed\n");
     }
     if (path === "/healthz") return send(res, 200, "application/json", '{"status":"ok"}');
-    registry.metrics().then(
-      (text) => send(res, 200, registry.contentType, text),
+    // The Prometheus text format, or OpenMetrics (with trace exemplars) when the scraper prefers it.
+    exposition(registry, req.headers.accept).then(
+      ({ contentType, body }) => send(res, 200, contentType, body),
       (err: unknown) => {
         logger.error({ err }, "collecting metrics failed");
         send(res, 500, "text/plain; charset=utf-8", "internal error\n");
@@ -37,18 +40,12 @@ export async function listenMetrics(opts: { host: string; port: number; registry
   server.requestTimeout = 10_000;
   server.headersTimeout = 5_000;
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  const port = await listen(server, opts.port, opts.host);
   server.on("error", (err) => logger.error({ err }, "metrics server error"));
 
   let closed: Promise<void> | undefined;
   return {
-    port: (server.address() as { port: number }).port,
+    port,
     close: () =>
       (closed ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

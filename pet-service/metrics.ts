@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { exemplarHistogram } from "../lib/openmetrics.ts";
 
 /**
  * The pet service's Prometheus metrics, on a registry of their own (not prom-client's global
@@ -7,9 +8,12 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
  */
 export interface PetServiceMetrics {
   registry: Registry;
-  /** Every PetService call by RPC method and the gRPC status code it was answered with. */
-  grpcHandled: Counter<"method" | "code">;
-  grpcDuration: Histogram<"method" | "code">;
+  /**
+   * Every PetService call by RPC method, the gRPC status code it was answered with, and its
+   * caller (the client certificate's common name over mTLS, bounded; else "anonymous").
+   */
+  grpcHandled: Counter<"method" | "code" | "caller">;
+  grpcDuration: Histogram<"method" | "code" | "caller">;
   /** Each SQLite statement by a fixed query name (SQLITE_QUERIES), never by its SQL text. */
   sqliteQueryDuration: Histogram<"query">;
   /** Creates committed per SQLite transaction (group commit: one fsync for all of them). */
@@ -51,18 +55,18 @@ export function createPetServiceMetrics(opts: { defaultMetrics?: boolean } = {})
     registry,
     grpcHandled: new Counter({
       name: "pet_service_grpc_server_handled_total",
-      help: "PetService calls completed, by RPC method and gRPC status code.",
-      labelNames: ["method", "code"],
+      help: "PetService calls completed, by RPC method, gRPC status code and caller (client certificate's common name over mTLS, else anonymous).",
+      labelNames: ["method", "code", "caller"],
       registers,
     }),
-    grpcDuration: new Histogram({
+    grpcDuration: exemplarHistogram({
       name: "pet_service_grpc_server_duration_seconds",
-      help: "PetService call latency in the handler (validation, storage, mapping), by RPC method and gRPC status code.",
-      labelNames: ["method", "code"],
+      help: "PetService call latency in the handler (validation, storage, mapping), by RPC method, gRPC status code and caller.",
+      labelNames: ["method", "code", "caller"],
       buckets: LATENCY_BUCKETS,
       registers,
     }),
-    sqliteQueryDuration: new Histogram({
+    sqliteQueryDuration: exemplarHistogram({
       name: "pet_service_sqlite_query_duration_seconds",
       help: "SQLite statement latency including the wait for the database (busy_timeout, queueing), by query name.",
       labelNames: ["query"],
@@ -81,7 +85,7 @@ export function createPetServiceMetrics(opts: { defaultMetrics?: boolean } = {})
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
       registers,
     }),
-    postgresQueryDuration: new Histogram({
+    postgresQueryDuration: exemplarHistogram({
       name: "pet_service_postgres_query_duration_seconds",
       help: "PostgreSQL statement latency including the wait for a pool connection, by query name.",
       labelNames: ["query"],

@@ -4,11 +4,13 @@ import * as protoLoader from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation, protoPath as healthProtoPath } from "grpc-health-check";
 import type { Logger } from "../lib/logger.ts";
+import type { TlsSource } from "../lib/tls-files.ts";
 import { withGeneratedCodecs } from "../proto/generated-codecs.ts";
 import { LOADER_OPTIONS, loadPetServiceDefinition, PET_SERVICE_NAME } from "../proto/load.ts";
 import { petServiceHandlers, type HandlerDeps } from "./handlers.ts";
 import { createStorageHealth, type StorageHealth } from "./storage-health.ts";
 import type { PetStore } from "./store/pet-store.ts";
+import { listenTls, type TlsListener } from "./tls-listener.ts";
 
 export interface PetServerDeps {
   store: PetStore;
@@ -21,6 +23,11 @@ export interface PetServerDeps {
   shutdownGraceMs?: number;
   /** Ping intervals of the database while it answers / while it does not (storage-health.ts). */
   storageHealth?: { upIntervalMs?: number; downIntervalMs?: number };
+  /**
+   * TLS (PET_SERVICE_TLS_CERT/KEY, re-read when they change); with `requireClientCert`
+   * (PET_SERVICE_TLS_CLIENT_CA) only clients whose certificate that CA signed. Plaintext when absent.
+   */
+  tls?: { source: TlsSource; requireClientCert: boolean };
 }
 
 export interface PetServer {
@@ -63,9 +70,10 @@ export function createServer(deps: PetServerDeps): PetServer {
     onChange: (serving) => health.setStatus(PET_SERVICE_NAME, serving ? "SERVING" : "NOT_SERVING"),
     ...deps.storageHealth,
   });
+  let tlsListener: TlsListener | undefined;
   server.addService(
     withGeneratedCodecs(definition)[PET_SERVICE_NAME] as grpc.ServiceDefinition,
-    petServiceHandlers({ ...deps, store: storage.guard(deps.store) }),
+    petServiceHandlers({ ...deps, store: storage.guard(deps.store), callerOf: (peer) => tlsListener?.callerOf(peer) }),
   );
 
   health.addToServer(server);
@@ -76,18 +84,25 @@ export function createServer(deps: PetServerDeps): PetServer {
     server,
     health,
     storage,
-    listen: (host, port) =>
-      new Promise((resolve, reject) => {
+    listen: async (host, port) => {
+      if (deps.tls) {
+        tlsListener = await listenTls(server, { host, port, ...deps.tls, logger });
+        storage.start();
+        return tlsListener.port;
+      }
+      return new Promise((resolve, reject) => {
         storage.start();
         // IPv6 literals need brackets in a gRPC target.
         const target = host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
         server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, bound) =>
           err ? reject(err) : resolve(bound),
         );
-      }),
+      });
+    },
     shutdown: () =>
       (stopped ??= new Promise((resolve) => {
         storage.stop();
+        tlsListener?.close();
         for (const service of HEALTH_SERVICES) health.setStatus(service, "NOT_SERVING");
         const force = setTimeout(() => {
           logger.warn({ graceMs: shutdownGraceMs }, "calls still running after the grace period; cancelling them");

@@ -13,7 +13,7 @@ as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"
   elif command -v sudo >/dev/null 2>&1; then sudo "$@"
   else
-    echo "test-deps: '$*' needs root (or sudo); install by hand: apt-get install redis-server redis-tools chromium prometheus e2fsprogs wrk nghttp2-client postgresql" >&2
+    echo "test-deps: '$*' needs root (or sudo); install by hand: apt-get install redis-server redis-tools chromium prometheus e2fsprogs wrk nghttp2-client postgresql openssl bsdutils" >&2
     exit 1
   fi
 }
@@ -26,13 +26,16 @@ command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v h2load >/dev/null 2>&1 || missing+=(nghttp2-client)
+# Certificates the TLS tests make, and the pseudo-terminal of npm start's terminal test.
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v script >/dev/null 2>&1 || missing+=(bsdutils)
 if [ -z "${PG_TEST_URL:-}" ]; then
   { [ -n "$(ls /etc/postgresql 2>/dev/null)" ] && command -v pg_ctlcluster >/dev/null 2>&1; } || missing+=(postgresql)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "test-deps: installing ${missing[*]}" >&2
   as_root apt-get -qq update
-  # The prometheus package brings promtool; its server is not needed (and not started here).
+  # The prometheus package brings promtool and the server the exemplar test runs (on a port of its own).
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 

@@ -73,7 +73,8 @@ export async function startPetService(
  * pet-service/main.ts`, one process, so a SIGKILL hits the server itself.
  */
 export async function spawnPetService(
-  opts: { dbPath?: string; port?: number; env?: Record<string, string> } = {},
+  /** `credentials`: how the readiness check reaches it (TLS when PET_SERVICE_TLS_* are in `env`). */
+  opts: { dbPath?: string; port?: number; env?: Record<string, string>; credentials?: grpc.ChannelCredentials } = {},
 ): Promise<SpawnedPetService> {
   // PETS_DB: the given SQLite file or PostgreSQL URL (the caller's, never removed), or a fresh temporary SQLite file.
   const db = await testDbPath(opts.dbPath);
@@ -86,7 +87,7 @@ export async function spawnPetService(
   try {
     const { port, metricsPort } = await listeningLine(launched);
     const address = `127.0.0.1:${port}`;
-    await waitUntilServing(address, launched);
+    await waitUntilServing(address, launched, opts.credentials);
     return {
       child,
       address,
@@ -150,10 +151,10 @@ function listeningLine({ child, output, exited }: Launched): Promise<{ port: num
   });
 }
 
-async function waitUntilServing(address: string, { child, output }: Launched): Promise<void> {
+async function waitUntilServing(address: string, { child, output }: Launched, credentials?: grpc.ChannelCredentials): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (child.exitCode === null && Date.now() < deadline) {
-    if ((await checkHealth(address).catch(() => undefined)) === "SERVING") return;
+    if ((await checkHealth(address, "", { timeoutMs: 2_000, ...(credentials && { credentials }) }).catch(() => undefined)) === "SERVING") return;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`pet-service at ${address} did not report SERVING:\n${output()}`);
@@ -163,8 +164,12 @@ async function waitUntilServing(address: string, { child, output }: Launched): P
 export const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
 
 /** grpc.health.v1.Health/Check: "SERVING", "NOT_SERVING", …; rejects with the gRPC error (NOT_FOUND for unknown services). */
-export async function checkHealth(address: string, service = "", opts: CallOpts = { timeoutMs: 2_000 }): Promise<string> {
-  const client = new HealthClient(address, grpc.credentials.createInsecure());
+export async function checkHealth(
+  address: string,
+  service = "",
+  opts: CallOpts & { credentials?: grpc.ChannelCredentials } = { timeoutMs: 2_000 },
+): Promise<string> {
+  const client = new HealthClient(address, opts.credentials ?? grpc.credentials.createInsecure());
   try {
     return (await unary<{ status: string }>(client, "Check", { service }, opts)).status;
   } finally {
@@ -189,9 +194,10 @@ export type PetClient = ServiceClient & {
   get(id: string | undefined, opts?: CallOpts): Promise<Pet>;
 };
 
-export function petClient(address: string): PetClient {
+/** `credentials`: plaintext unless given (TLS, mTLS). */
+export function petClient(address: string, credentials = grpc.credentials.createInsecure()): PetClient {
   const { PetService } = loadPetStorePackage();
-  const client = new PetService(address, grpc.credentials.createInsecure());
+  const client = new PetService(address, credentials);
   return Object.assign(client, {
     create: async (request: CreatePetRequestInit, opts?: CallOpts) =>
       (await unary<{ pet: Pet }>(client, "CreatePet", request, opts)).pet,

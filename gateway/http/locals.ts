@@ -1,3 +1,4 @@
+import type { Span } from "@opentelemetry/api";
 import type { ApiKey } from "../../lib/api-key-format.ts";
 
 /**
@@ -9,6 +10,8 @@ declare global {
     interface Locals {
       /** Every request: the caller's sane X-Request-Id or a new UUID (request-context.ts). */
       requestId: string;
+      /** Every request: its SERVER span, recording or not (trace-requests.ts); logs and exemplars name its trace. */
+      span: Span;
       /** The route template labelling metrics and logs (`/v1/pets/:petId`, an upstream's prefix), once matched (app.ts). */
       route?: string;
       /** The verified API key, once the guard admitted the request (quota/guard.ts); unset for anonymous requests. */

@@ -2,18 +2,23 @@ import type { RequestHandler } from "express";
 import type { Logger } from "../../lib/logger.ts";
 import type { GatewayMetrics } from "./metrics.ts";
 import { getOrCreate } from "../../lib/get-or-create.ts";
+import { latencySeries, type LatencySeries } from "../../lib/openmetrics.ts";
+import { endRequestSpan } from "../http/trace-requests.ts";
+import { idsOf } from "../../lib/tracing/spans.ts";
 
 interface Series {
   count: { inc(): void };
-  duration: { observe(seconds: number): void };
+  duration: LatencySeries;
 }
 
 /** Status recorded for a response that never completed: the client left (or the answer was cut); nginx's convention. */
 const NOT_COMPLETED = 499;
 
 /**
- * One log line and one metrics observation per request, those that never completed included. Labelled by the route template
- * (never the raw path) so metrics keep a bounded number of series; never logs credentials.
+ * One log line and one metrics observation per request, those that never completed included, and
+ * the end of its span. Labelled by the route template (never the raw path) so metrics keep a
+ * bounded number of series; never logs credentials. The line carries the request's trace and
+ * span ids, and its latency a sampled request's trace as exemplar.
  */
 export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger }): RequestHandler {
   // Label children made once per (route, method, status), not looked up by label object per request.
@@ -22,7 +27,7 @@ export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger 
   const seriesFor = (route: string, method: string, status: number): Series =>
     getOrCreate(series, `${route} ${method} ${status}`, () => {
       const labels = { route, method, status: String(status) };
-      return { count: deps.metrics.httpRequests.labels(labels), duration: deps.metrics.httpDuration.labels(labels) };
+      return { count: deps.metrics.httpRequests.labels(labels), duration: latencySeries(deps.metrics.httpDuration, labels) };
     });
 
   return (req, res, next) => {
@@ -31,16 +36,22 @@ export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger 
     res.once("close", () => {
       const seconds = (performance.now() - start) / 1000;
       // The v1 router labels its requests up front (req.baseUrl is gone by now).
-      const route = res.locals.route ?? (req.route ? (req.route.path as string) : "unmatched");
-      const status = res.writableFinished ? res.statusCode : NOT_COMPLETED;
+      const matched = res.locals.route ?? (req.route ? (req.route.path as string) : undefined);
+      const route = matched ?? "unmatched";
+      const completed = res.writableFinished;
+      const status = completed ? res.statusCode : NOT_COMPLETED;
+      const { span } = res.locals;
+      endRequestSpan(span, req.method, matched, status, completed);
       const observed = seriesFor(route, req.method, status);
       observed.count.inc();
-      observed.duration.observe(seconds);
+      // "close" is emitted outside the request's async context: the span is named, not looked up.
+      observed.duration.observe(seconds, span);
       // The log record is built only when it will be written (LOG_LEVEL may be above info).
       if (!deps.logger.isLevelEnabled("info")) return;
       deps.logger.info(
         {
           requestId: res.locals.requestId,
+          ...idsOf(span),
           method: req.method,
           route,
           url: req.originalUrl,

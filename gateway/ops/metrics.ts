@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Histogram } from "prom-client";
+import { exemplarHistogram } from "../../lib/openmetrics.ts";
 
 /**
  * The gateway's Prometheus metrics, on a registry of their own (not prom-client's global one)
@@ -34,7 +35,7 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
       labelNames: ["route", "method", "status"],
       registers,
     }),
-    httpDuration: new Histogram({
+    httpDuration: exemplarHistogram({
       name: "gateway_http_request_duration_seconds",
       help: "HTTP request latency by route template, method and status.",
       labelNames: ["route", "method", "status"],
@@ -57,7 +58,7 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
       help: "1 while the limiter decides from process memory because Redis is unavailable.",
       registers,
     }),
-    grpcDuration: new Histogram({
+    grpcDuration: exemplarHistogram({
       name: "gateway_grpc_client_duration_seconds",
       help: "Calls to the pet service by RPC method and gRPC status code.",
       labelNames: ["method", "code"],

@@ -1,4 +1,5 @@
 import express from "express";
+import { exposition } from "../../lib/openmetrics.ts";
 import { ApiError } from "../http/errors.ts";
 import type { GatewayMetrics } from "./metrics.ts";
 
@@ -26,8 +27,10 @@ export function opsRouter(deps: OpsDeps): express.Router {
     const err = new ApiError("service_unavailable", `Not ready: ${reasons.join("; ")}.`);
     res.status(err.status).json({ ...err.toBody(), reasons });
   });
-  router.get("/metrics", async (_req, res) => {
-    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  // The Prometheus text format, or OpenMetrics (with trace exemplars) when the scraper prefers it.
+  router.get("/metrics", async (req, res) => {
+    const { contentType, body } = await exposition(deps.metrics.registry, req.headers.accept);
+    res.type(contentType).send(body);
   });
   return router;
 }

@@ -117,6 +117,14 @@ export class Http2Connection {
       fail(err.message);
     });
     session.once("close", () => fail(this.lastError || "connection closed"));
+    // A TLS alert after the client's side of the handshake (TLS 1.3: the server refusing a missing
+    // or unknown client certificate) errors the socket, and node:http2 neither reports it nor closes
+    // the session built on it: end the session here, so the connection fails (or, once up, goes).
+    socket.on("error", (err: Error) => {
+      this.lastError = err.message;
+      fail(err.message);
+      session.destroy();
+    });
   }
 
   private socket(material: PetServiceTls | undefined): net.Socket {

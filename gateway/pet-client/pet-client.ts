@@ -1,4 +1,6 @@
+import { rootCertificates } from "node:tls";
 import type * as grpc from "@grpc/grpc-js";
+import { trace } from "@opentelemetry/api";
 import type { Counter, Histogram } from "prom-client";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import type {
@@ -14,6 +16,8 @@ import { createGrpcJsTransport } from "./grpc-js-transport.ts";
 import type { CallMetadata } from "./http2-call.ts";
 import { createHttp2Transport } from "./http2-transport.ts";
 import { HEALTH_CHECK, PET_METHODS, PET_SERVICE_CONNECTION, type ConnectionSettings, type PetMethod, type PetServiceTls, type PetTransport } from "./transport.ts";
+import { latencySeries, type LatencySeries } from "../../lib/openmetrics.ts";
+import type { TlsSource } from "../../lib/tls-files.ts";
 
 export { isGrpcError } from "./service-error.ts";
 
@@ -33,7 +37,10 @@ export interface PetClient {
 export interface CallContext {
   /** Sent as x-request-id. */
   requestId: string;
-  /** More gRPC metadata for this call (e.g. traceparent, tracestate): lower-case names, ASCII values. */
+  /**
+   * More gRPC metadata for every attempt of the call: the trace context (`traceparent`,
+   * `tracestate`) of the call's span (gateway/pet-client/traced.ts); lower-case names, ASCII values.
+   */
   metadata?: CallMetadata;
 }
 
@@ -46,12 +53,18 @@ export interface PetClientOptions {
   address: string;
   /** Deadline of every call, in milliseconds. */
   timeoutMs: number;
-  /** Latency by RPC method and gRPC status code name (retries included). */
+  /**
+   * TLS to the pet service (PET_SERVICE_TLS_*); plaintext (h2c) when absent. Every new connection
+   * must use `tls.current()`: the files rotate while the gateway runs.
+   */
+  tls?: TlsSource;
+  /**
+   * Latency by RPC method and gRPC status code name (retries included), observed in the caller's
+   * async context so a sampled call's trace becomes the exemplar (lib/openmetrics.ts).
+   */
   latency?: Histogram<"method" | "code">;
   /** Calls tried again on another replica, by RPC method. */
   retries?: Counter<"method">;
-  /** TLS to the pet service: asked again for every new connection, so rotated certificates are used. Unset: plaintext. */
-  tls?: () => PetServiceTls;
   /** PET_SERVICE_CONNECTION unless given (tests shorten the timers). */
   connection?: ConnectionSettings;
   /** Replies larger than this fail with RESOURCE_EXHAUSTED (gRPC's default: 4 MiB). */
@@ -83,7 +96,7 @@ export function createPetClient(opts: PetClientOptions): PetClient {
   const transportOptions = {
     address: opts.address,
     connection: opts.connection ?? PET_SERVICE_CONNECTION,
-    ...(opts.tls && { tls: opts.tls }),
+    ...(opts.tls && { tls: transportTls(opts.tls) }),
     ...(opts.maxReceiveMessageBytes !== undefined && { maxReceiveMessageBytes: opts.maxReceiveMessageBytes }),
   };
   const transport: PetTransport = (opts.implementation ?? "http2") === "grpc-js" ? createGrpcJsTransport(transportOptions) : createHttp2Transport(transportOptions);
@@ -91,9 +104,9 @@ export function createPetClient(opts: PetClientOptions): PetClient {
   function call<Req extends object, Res>(name: PetMethod) {
     const method = PET_METHODS[name];
     // Histogram children made once per status code, not looked up by label object per call.
-    const byCode = new Map<number, { observe(seconds: number): void }>();
+    const byCode = new Map<number, LatencySeries>();
     const observe = (code: number, seconds: number) =>
-      getOrCreate(byCode, code, () => opts.latency!.labels({ method: name, code: grpcStatus[code] ?? String(code) })).observe(seconds);
+      getOrCreate(byCode, code, () => latencySeries(opts.latency!, { method: name, code: grpcStatus[code] ?? String(code) })).observe(seconds, trace.getActiveSpan());
     const retried = opts.retries?.labels(name);
     return async (request: Req, ctx: CallContext): Promise<Res> => {
       const started = opts.latency ? performance.now() : 0;
@@ -124,5 +137,16 @@ export function createPetClient(opts: PetClientOptions): PetClient {
     getPet: call<GetPetRequestInit, GetPetResponse>("GetPet"),
     checkHealth: async (service, timeoutMs) => ((await transport.unary(HEALTH_CHECK, { service }, {}, Date.now() + timeoutMs)) as { status: string }).status,
     close: () => transport.close(),
+  };
+}
+
+/** Node's public roots, when PET_SERVICE_TLS_CA is unset (a pet service with a publicly issued certificate). */
+const PUBLIC_ROOTS = Buffer.from(rootCertificates.join("\n"));
+
+/** The files' current material for each new connection, so rotated certificates are used without a restart. */
+function transportTls(source: TlsSource): () => PetServiceTls {
+  return () => {
+    const { ca = PUBLIC_ROOTS, cert, key } = source.current();
+    return { ca, ...(cert && { cert }), ...(key && { key }) };
   };
 }

@@ -1,3 +1,4 @@
+import { SpanStatusCode, type Span } from "@opentelemetry/api";
 import type { RequestHandler } from "express";
 import { subjectForAddress, subjectForKey } from "../../lib/redis-keys.ts";
 import { AuthError, type ApiKey } from "../../lib/api-key-format.ts";
@@ -5,10 +6,14 @@ import type { KeyVerifier } from "../auth/jwt-verifier.ts";
 import { parseBearer } from "../auth/bearer.ts";
 import { ApiError } from "../http/errors.ts";
 import { rateLimitHeaders } from "./headers.ts";
-import type { LimiterStore, WindowLimit } from "../limiter/limiter.ts";
+import type { Decision, LimiterStore, WindowLimit } from "../limiter/limiter.ts";
 import { windowsFor } from "./plans.ts";
 import type { GatewayMetrics } from "../ops/metrics.ts";
 import { getOrCreate } from "../../lib/get-or-create.ts";
+import { childSpan } from "../../lib/tracing/spans.ts";
+
+/** The limiter's decision as a span of the request's trace: the plan it applied and the outcome, never the key. */
+const DECISION_SPAN = "limiter decision";
 
 /** Redis unreachable and this replica may admit nothing of the limit (see fallback-store.ts). */
 const LIMITER_UNAVAILABLE = new ApiError(
@@ -26,6 +31,22 @@ export interface GuardDeps {
   /** Limits of requests without a valid key, per client address (slows key guessing). */
   anonymousWindows: readonly WindowLimit[];
   metrics: GatewayMetrics;
+}
+
+/** The decision, once made, on its span (which it ends). */
+function recorded(span: Span, pending: Promise<Decision>): Promise<Decision> {
+  return pending.then(
+    (decision) => {
+      span.setAttribute("pet_store.limiter.outcome", decision.outcome);
+      span.end();
+      return decision;
+    },
+    (err: unknown) => {
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+      throw err;
+    },
+  );
 }
 
 /**
@@ -51,9 +72,11 @@ export function guard(deps: GuardDeps): RequestHandler {
       if (!(err instanceof AuthError)) throw err;
       authError = err;
     }
-    const decision = apiKey
-      ? await deps.limiter.hit(subjectForKey(apiKey.keyId), windowsOf(apiKey))
-      : await deps.limiter.hit(subjectForAddress(req.ip ?? "unknown"), deps.anonymousWindows);
+    const span = childSpan(DECISION_SPAN, { "pet_store.plan": apiKey ? apiKey.plan : "anonymous" });
+    const pending = apiKey
+      ? deps.limiter.hit(subjectForKey(apiKey.keyId), windowsOf(apiKey))
+      : deps.limiter.hit(subjectForAddress(req.ip ?? "unknown"), deps.anonymousWindows);
+    const decision = await (span ? recorded(span, pending) : pending);
     const headers = rateLimitHeaders(decision);
     for (const name in headers) res.setHeader(name, headers[name]!);
     countDecision(decision.outcome);

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pipeline } from "node:stream";
+import { context, propagation, trace } from "@opentelemetry/api";
 import type { RequestHandler, Response } from "express";
 import { createProxyMiddleware, proxyEventsPlugin } from "http-proxy-middleware";
 import type { Logger } from "../../lib/logger.ts";
@@ -41,8 +42,8 @@ const NETWORK_ERRORS: Readonly<Record<string, ErrorCode>> = {
 
 /**
  * What an upstream learns of the caller, set on the request before the proxy copies its headers:
- * the request id, the key's id and plan (the gateway's word, never the client's), and never the
- * key itself or cookies.
+ * the request id, the key's id and plan (the gateway's word, never the client's), the trace
+ * context of the gateway's span, and never the key itself or cookies.
  */
 const forwardCaller: RequestHandler = (req, res, next) => {
   const { headers } = req;
@@ -50,6 +51,10 @@ const forwardCaller: RequestHandler = (req, res, next) => {
   delete headers.cookie;
   delete headers["x-api-key-id"];
   delete headers["x-api-plan"];
+  // The upstream continues the gateway's span, not the client's: its own traceparent replaces the client's.
+  delete headers.traceparent;
+  delete headers.tracestate;
+  propagation.inject(trace.setSpan(context.active(), res.locals.span), headers);
   headers["x-request-id"] = res.locals.requestId;
   const apiKey = res.locals.apiKey;
   if (apiKey) {

@@ -84,6 +84,41 @@ it("starts both processes, prints a working curl line and the docs URL, and stop
   await expect(fetch(`http://127.0.0.1:${gatewayPort}/healthz`)).rejects.toThrow();
 });
 
+it("in a terminal, shows readable log lines (time, level, process, message) instead of JSON, and stops on Ctrl-C", async () => {
+  const cwd = await mkdtemp(path.join(os.tmpdir(), "petstore-start-tty-"));
+  try {
+    const { REDIS_URL: _never, ...inherited } = process.env;
+    // A real pseudo-terminal: util-linux's script runs npm start's script on one, as a terminal would.
+    const child = spawn("script", ["-q", "-e", "-c", `'${process.execPath}' scripts/start.ts`, "/dev/null"], {
+      cwd: ROOT,
+      env: {
+        ...inherited,
+        GATEWAY_PORT: String(await freePort()),
+        PET_SERVICE_PORT: String(await freePort()),
+        PETS_DB: path.join(cwd, "pets.sqlite"),
+        KEYS_DIR: path.join(cwd, "keys"),
+        LOG_LEVEL: "info",
+      },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    const deadline = Date.now() + 30_000;
+    while (!output.includes("Ctrl-C stops") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    // Ctrl-C typed on the terminal: SIGINT to npm start and both processes.
+    child.stdin.write("\x03");
+    expect(await exited).toBe(0);
+    const lines = output.replace(/\x1b\[[0-9;]*m/g, "").split(/\r?\n/);
+    for (const [process_, message] of [["gateway", "gateway listening"], ["pet-service", "pet-service listening"], ["gateway", "gateway stopped"]]) {
+      expect(lines.some((l) => new RegExp(`^\\[\\d\\d:\\d\\d:\\d\\d\\.\\d{3}\\] INFO \\(${process_}\\): ${message}`).test(l)), `${process_}: ${message}`).toBe(true);
+    }
+    expect(lines.filter((l) => l.startsWith('{"level"'))).toEqual([]);
+  } finally {
+    await rm(cwd, { recursive: true, force: true });
+  }
+}, 60_000);
+
 it("with PETS_DB a PostgreSQL URL, keeps the demo key in data/demo-key, not in a directory named after the URL", async () => {
   // A directory of its own as the working directory, so the data/ it writes is not the checkout's.
   const cwd = await mkdtemp(path.join(os.tmpdir(), "petstore-start-pg-"));

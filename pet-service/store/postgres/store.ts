@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { latencySeries, type LatencySeries } from "../../../lib/openmetrics.ts";
+import { endQuerySpan, querySpan, type QueryShape } from "../query-span.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import type { PetServiceMetrics, PostgresQuery } from "../../metrics.ts";
 import type { SchemaReport } from "../migrations.ts";
@@ -89,6 +91,17 @@ const QUERY_NAMES: Readonly<Record<QueryKey, PostgresQuery>> = {
   ping: "ping",
 };
 
+/** Each statement's span (query-span.ts). */
+const QUERY_SHAPES: Readonly<Record<QueryKey, QueryShape>> = {
+  insert: { query: QUERY_NAMES.insert, operation: "INSERT", table: "pets" },
+  insertOnce: { query: QUERY_NAMES.insertOnce, operation: "INSERT", table: "pets" },
+  findKey: { query: QUERY_NAMES.findKey, operation: "SELECT", table: "idempotency_keys" },
+  get: { query: QUERY_NAMES.get, operation: "SELECT", table: "pets" },
+  list: { query: QUERY_NAMES.list, operation: "SELECT", table: "pets" },
+  listByStatus: { query: QUERY_NAMES.listByStatus, operation: "SELECT", table: "pets" },
+  ping: { query: QUERY_NAMES.ping, operation: "SELECT" },
+};
+
 /** A replay lookup can miss when the live key expired between the two statements: try again, a few times. */
 const CREATE_ONCE_ATTEMPTS = 3;
 
@@ -100,8 +113,6 @@ export interface PostgresPetStoreOptions {
   /** Where errors of idle pooled connections (the server restarting) are logged. */
   logger?: Logger;
 }
-
-type Observer = { observe(seconds: number): void };
 
 /**
  * Pets in a PostgreSQL database shared by any number of pet-service replicas: ids from the
@@ -119,11 +130,11 @@ export class PostgresPetStore implements PetStore {
    * for an unreachable one (storage-health.ts). One connection more per replica.
    */
   private readonly pingPool: pg.Pool;
-  private readonly timers: Partial<Record<QueryKey, Observer>>;
+  private readonly timers: Partial<Record<QueryKey, LatencySeries>>;
   readonly pageTokenSecret: Buffer;
   readonly schema: SchemaReport;
 
-  private constructor(parts: Pick<PostgresPetStore, "pageTokenSecret" | "schema"> & { pool: pg.Pool; pingPool: pg.Pool; timers: Partial<Record<QueryKey, Observer>> }) {
+  private constructor(parts: Pick<PostgresPetStore, "pageTokenSecret" | "schema"> & { pool: pg.Pool; pingPool: pg.Pool; timers: Partial<Record<QueryKey, LatencySeries>> }) {
     this.pool = parts.pool;
     this.pingPool = parts.pingPool;
     this.timers = parts.timers;
@@ -146,7 +157,7 @@ export class PostgresPetStore implements PetStore {
       await pool.query("INSERT INTO secrets (name, value) VALUES ('page_token', $1) ON CONFLICT (name) DO NOTHING", [randomBytes(32)]);
       const { rows } = await pool.query<{ value: Buffer }>("SELECT value FROM secrets WHERE name = 'page_token'");
       const histogram = options.metrics?.postgresQueryDuration;
-      const timers = histogram ? Object.fromEntries(Object.entries(QUERY_NAMES).map(([key, query]) => [key, histogram.labels(query)])) : {};
+      const timers = histogram ? Object.fromEntries(Object.entries(QUERY_NAMES).map(([key, query]) => [key, latencySeries(histogram, { query })])) : {};
       options.metrics?.observePostgresPool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }));
       return new PostgresPetStore({ pool, pingPool, timers, pageTokenSecret: rows[0]!.value, schema });
     } catch (err) {
@@ -202,18 +213,25 @@ export class PostgresPetStore implements PetStore {
     return this.closing;
   }
 
-  /** Runs a named (prepared once per connection) statement; timed when metrics are on; storage faults as StorageUnavailableError. */
+  /**
+   * Runs a named (prepared once per connection) statement in a span of its own; timed when
+   * metrics are on; storage faults as StorageUnavailableError.
+   */
   private async query<T = PetRow>(key: QueryKey, values: unknown[], pool = this.pool): Promise<T[]> {
     if (this.closing) throw new Error("pet store is closed");
     const timer = this.timers[key];
+    const span = querySpan("postgresql", QUERY_SHAPES[key]);
     const started = timer && performance.now();
+    let failed = true;
     try {
       const result = await pool.query({ name: key, text: POSTGRES_STATEMENTS[key], values });
+      failed = false;
       return result.rows as T[];
     } catch (err) {
       throw asStoreError(err);
     } finally {
-      if (timer) timer.observe((performance.now() - started!) / 1000);
+      if (timer) timer.observe((performance.now() - started!) / 1000, span);
+      endQuerySpan(span, failed);
     }
   }
 }

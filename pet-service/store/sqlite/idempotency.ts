@@ -1,5 +1,6 @@
 import type sqlite3 from "sqlite3";
 import { allPrepared } from "./calls.ts";
+import { inQuerySpan } from "../query-span.ts";
 import type { CreateOnceResult, IdempotencyKey, Pet, PetStatus } from "../pet-store.ts";
 
 /**
@@ -53,8 +54,12 @@ export async function createOnceInTransaction(
   key: IdempotencyKey,
   insertPet: () => Promise<Pet>,
 ): Promise<CreateOnceResult> {
-  await allPrepared(statements.expire, [key.expiredAt]);
-  const [found] = await allPrepared<FoundRow>(statements.find, [key.requestId, key.expiredAt]);
+  await inQuerySpan("sqlite", { query: "expire_idempotency_keys", operation: "DELETE", table: "idempotency_keys" }, () =>
+    allPrepared(statements.expire, [key.expiredAt]),
+  );
+  const [found] = await inQuerySpan("sqlite", { query: "find_idempotency_key", operation: "SELECT", table: "idempotency_keys" }, () =>
+    allPrepared<FoundRow>(statements.find, [key.requestId, key.expiredAt]),
+  );
   if (found) {
     const { requestHash, ...pet } = found;
     return requestHash === key.requestHash
@@ -62,6 +67,8 @@ export async function createOnceInTransaction(
       : { outcome: "key_reused" };
   }
   const pet = await insertPet();
-  await allPrepared(statements.remember, [key.requestId, key.requestHash, String(pet.id), key.now]);
+  await inQuerySpan("sqlite", { query: "remember_idempotency_key", operation: "INSERT", table: "idempotency_keys" }, () =>
+    allPrepared(statements.remember, [key.requestId, key.requestHash, String(pet.id), key.now]),
+  );
   return { outcome: "created", pet };
 }

@@ -1,6 +1,8 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
+import { context, type Span } from "@opentelemetry/api";
 import type sqlite3 from "sqlite3";
+import { latencySeries, type LatencySeries } from "../../../lib/openmetrics.ts";
 import type { PetServiceMetrics, SqliteQuery } from "../../metrics.ts";
 import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, type NewPet, type Pet, type PetRow, type PetStore } from "../pet-store.ts";
 import { all, closeDatabase, exec, openDatabase, prepare } from "./calls.ts";
@@ -9,6 +11,7 @@ import { toStorageError } from "./faults.ts";
 import { GroupCommit, type CommitStats } from "./group-commit.ts";
 import { createOnceInTransaction, IDEMPOTENCY_STATEMENTS, type IdempotencyStatements } from "./idempotency.ts";
 import { migrateSqlite } from "./migrations.ts";
+import { endQuerySpan, querySpan, type QueryShape } from "../query-span.ts";
 
 /**
  * WAL lets reads run beside the single writer. synchronous=FULL fsyncs the WAL on every commit,
@@ -59,12 +62,21 @@ const QUERY_NAMES: Readonly<Record<QueryKey, SqliteQuery>> = {
   listByStatus: "list_pets_by_status",
 };
 
+/** Each statement's span (query-span.ts). */
+const QUERY_SHAPES: Readonly<Record<QueryKey, QueryShape>> = {
+  insert: { query: QUERY_NAMES.insert, operation: "INSERT", table: "pets" },
+  get: { query: QUERY_NAMES.get, operation: "SELECT", table: "pets" },
+  list: { query: QUERY_NAMES.list, operation: "SELECT", table: "pets" },
+  listByStatus: { query: QUERY_NAMES.listByStatus, operation: "SELECT", table: "pets" },
+};
+
+/** A create's wait for the group commit that makes it durable (shared with the creates that arrived with it). */
+const COMMIT_SHAPE: QueryShape = { query: "commit", operation: "COMMIT" };
+
 export interface SqlitePetStoreOptions {
   /** Optional: every statement is timed by query name, and creates per commit counted (pet-service/metrics.ts). */
   metrics?: Pick<PetServiceMetrics, "sqliteQueryDuration" | "sqliteWritesPerCommit">;
 }
-
-type Observer = { observe(seconds: number): void };
 
 interface SqliteParts {
   dir: string;
@@ -72,7 +84,7 @@ interface SqliteParts {
   reader: sqlite3.Database;
   statements: Statements;
   idempotency: IdempotencyStatements;
-  timers: Partial<Record<QueryKey, Observer>>;
+  timers: Partial<Record<QueryKey, LatencySeries>>;
   commits: GroupCommit;
   pageTokenSecret: Buffer;
   schema: SchemaReport;
@@ -103,7 +115,7 @@ export class SqlitePetStore implements PetStore {
   private readonly statements: Statements;
   private readonly idempotency: IdempotencyStatements;
   /** Label children bound once at open, so timing a query costs no label lookup. */
-  private readonly timers: Partial<Record<QueryKey, Observer>>;
+  private readonly timers: Partial<Record<QueryKey, LatencySeries>>;
   /** Creates queue here and are committed together (group-commit.ts). */
   private readonly commits: GroupCommit;
   readonly pageTokenSecret: Buffer;
@@ -146,7 +158,7 @@ export class SqlitePetStore implements PetStore {
       const [secret] = await all<{ value: Buffer }>(reader, "SELECT value FROM secrets WHERE name = 'page_token'");
       const histogram = options.metrics?.sqliteQueryDuration;
       const timers = histogram
-        ? Object.fromEntries(Object.entries(QUERY_NAMES).map(([key, query]) => [key, histogram.labels(query)]))
+        ? Object.fromEntries(Object.entries(QUERY_NAMES).map(([key, query]) => [key, latencySeries(histogram, { query })]))
         : {};
       return new SqlitePetStore({
         dir: path.dirname(path.resolve(file)),
@@ -217,10 +229,32 @@ export class SqlitePetStore implements PetStore {
     return this.closing;
   }
 
-  /** Queues a create for the next group commit; settles after that commit (or its failure). */
+  /**
+   * Queues a create for the next group commit; settles after that commit (or its failure). The
+   * batch runs in whichever request's context started it: each create's statements run in its
+   * own request's (their spans are its children), then a COMMIT span covers its wait for the
+   * commit.
+   */
   private enqueue<T>(work: () => Promise<T>): Promise<T> {
     if (this.closing) return Promise.reject(new Error("pet store is closed"));
-    return this.commits.enqueue(work);
+    let commit: Span | undefined;
+    const done = this.commits.enqueue(
+      context.bind(context.active(), async () => {
+        const value = await work();
+        commit = querySpan("sqlite", COMMIT_SHAPE);
+        return value;
+      }),
+    );
+    return done.then(
+      (value) => {
+        endQuerySpan(commit, false);
+        return value;
+      },
+      (err: unknown) => {
+        endQuerySpan(commit, true);
+        throw err;
+      },
+    );
   }
 
   private async insert(pet: NewPet): Promise<Pet> {
@@ -230,15 +264,17 @@ export class SqlitePetStore implements PetStore {
     return petOfRow(row!);
   }
 
-  /** Runs a prepared statement to completion; timed (failures included) when metrics are on. */
+  /** Runs a prepared statement to completion, in a span of its own; timed (failures included) when metrics are on. */
   private query(key: QueryKey, params: unknown[]): Promise<PetRow[]> {
     if (this.closing && key !== "insert") return Promise.reject(new Error("pet store is closed"));
     const timer = this.timers[key];
+    const span = querySpan("sqlite", QUERY_SHAPES[key]);
     const started = timer && performance.now();
     return new Promise((resolve, reject) => {
       const copies = this.statements[key];
       copies[this.turn++ % copies.length]!.all<PetRow>(params, (err, rows) => {
-        if (timer) timer.observe((performance.now() - started!) / 1000);
+        if (timer) timer.observe((performance.now() - started!) / 1000, span);
+        endQuerySpan(span, err !== null);
         if (err) reject(err);
         else resolve(rows);
       });

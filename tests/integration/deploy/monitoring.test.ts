@@ -1,4 +1,5 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -9,6 +10,9 @@ import { spawnGateway, type GatewayProcess } from "../../../testkit/gateway-proc
 import { spawnPetService, type SpawnedPetService } from "../../../testkit/pet-service.ts";
 import { matches, parseExposition, promqlRefs, type Sample } from "../../../testkit/promql.ts";
 import { startRedis, type PrivateRedis } from "../../../testkit/redis-server.ts";
+import { freePort } from "../../../testkit/net.ts";
+import { startOtlpReceiver, type OtlpReceiver } from "../../../testkit/otlp-receiver.ts";
+import { until } from "../../../testkit/until.ts";
 
 // deploy/monitoring as an operator loads it: promtool accepts and unit-tests the alert rules, and
 // every metric, label and label value the dashboard and the rules select exists on the real
@@ -240,5 +244,78 @@ describe("every metric the dashboard and the alerts use, on the real processes' 
     expect(value("gateway_redis_faults_total")).toEqual([0]);
     const serverErrors = samples.filter((s) => s.name === "gateway_http_requests_total" && s.labels.status === "503");
     expect(serverErrors.map((s) => [s.labels.route, s.value])).toEqual([["/v1/pets", 1]]);
+  });
+});
+
+describe("deploy/monitoring/prometheus.yml's jobs in a real Prometheus", () => {
+  // Both processes with tracing on (so requests are sampled), and Prometheus (Debian's) running the
+  // file's jobs with their targets pointed at them, a 1 s interval and exemplar storage on, as the
+  // file's header says to run it.
+  let receiver: OtlpReceiver;
+  let keys: TestKeys;
+  let pets: SpawnedPetService;
+  let gateway: GatewayProcess;
+  let dir: string;
+  let prometheus: ReturnType<typeof spawn> | undefined;
+  let api: string;
+
+  beforeAll(async () => {
+    [receiver, keys, dir] = await Promise.all([startOtlpReceiver(), createTestKeys(), mkdtemp(path.join(os.tmpdir(), "petstore-prometheus-"))]);
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url };
+    pets = await spawnPetService({ env: { METRICS_PORT: "0", ...otel } });
+    gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, LOG_LEVEL: "warn", ...otel });
+
+    const config = parseYaml(await readFile(path.join(MONITORING, "prometheus.yml"), "utf8")) as {
+      global: Record<string, unknown>;
+      rule_files?: string[];
+      scrape_configs: { job_name: string; static_configs?: unknown; dns_sd_configs?: unknown }[];
+    };
+    const targets: Record<string, string> = { gateway: new URL(gateway.url).host, "pet-service": `127.0.0.1:${pets.metricsPort}` };
+    delete config.rule_files;
+    config.global.scrape_interval = "1s";
+    for (const job of config.scrape_configs) {
+      delete job.dns_sd_configs;
+      job.static_configs = [{ targets: [targets[job.job_name]] }];
+    }
+    await writeFile(path.join(dir, "prometheus.yml"), toYaml(config));
+    const port = await freePort();
+    api = `http://127.0.0.1:${port}/api/v1`;
+    prometheus = spawn(
+      "prometheus",
+      [`--config.file=${path.join(dir, "prometheus.yml")}`, `--storage.tsdb.path=${path.join(dir, "data")}`, `--web.listen-address=127.0.0.1:${port}`, "--enable-feature=exemplar-storage"],
+      { stdio: "ignore" },
+    );
+    await until("Prometheus is ready", async () => (await fetch(`http://127.0.0.1:${port}/-/ready`).catch(() => undefined))?.status === 200, 30_000, 200);
+  }, 90_000);
+
+  afterAll(async () => {
+    prometheus?.kill("SIGKILL");
+    gateway?.child.kill("SIGTERM");
+    await gateway?.exited;
+    await pets?.stop();
+    await receiver?.close();
+    await keys?.remove();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("scrapes OpenMetrics and stores the trace_id exemplars of both processes' latency histograms", async () => {
+    const traceId = randomBytes(16).toString("hex");
+    const res = await fetch(`${gateway.url}/v1/pets`, {
+      headers: { Authorization: `Bearer ${keys.issue()}`, traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` },
+    });
+    expect(res.status).toBe(200);
+    const exemplarsOf = async (metric: string) => {
+      const now = Date.now() / 1000;
+      const body = (await (await fetch(`${api}/query_exemplars?query=${metric}&start=${now - 300}&end=${now + 60}`)).json()) as {
+        data: { seriesLabels: Record<string, string>; exemplars: { labels: Record<string, string> }[] }[];
+      };
+      return body.data.flatMap((series) => series.exemplars.map((e) => e.labels.trace_id));
+    };
+    for (const metric of ["gateway_http_request_duration_seconds_bucket", "gateway_grpc_client_duration_seconds_bucket", "pet_service_grpc_server_duration_seconds_bucket"]) {
+      await until(`Prometheus holds the request's exemplar of ${metric}`, async () => (await exemplarsOf(metric)).includes(traceId), 20_000, 250);
+    }
+    // The Prometheus-format names still resolve (counters keep _total in the OpenMetrics scrape).
+    const up = (await (await fetch(`${api}/query?query=gateway_http_requests_total`)).json()) as { data: { result: unknown[] } };
+    expect(up.data.result.length).toBeGreaterThan(0);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadGatewayConfig } from "../../../gateway/config.ts";
+import { loadGatewayConfig, petServiceTlsFiles } from "../../../gateway/config.ts";
 import { defaultKeysDir } from "../../../lib/keys-dir.ts";
 
 describe("gateway configuration", () => {
@@ -69,5 +69,23 @@ describe("gateway configuration", () => {
     expect(loadGatewayConfig({ TRUST_PROXY: "true" }).TRUST_PROXY).toBe(true);
     expect(loadGatewayConfig({ TRUST_PROXY: "2" }).TRUST_PROXY).toBe(2);
     expect(loadGatewayConfig({ TRUST_PROXY: "loopback, 10.0.0.0/8" }).TRUST_PROXY).toBe("loopback, 10.0.0.0/8");
+  });
+
+  describe("TLS to the pet service", () => {
+    it("is off (plaintext) without PET_SERVICE_TLS_*; on with the CA alone (server TLS) or with a client certificate too (mTLS)", () => {
+      expect(petServiceTlsFiles(loadGatewayConfig({}))).toBeUndefined();
+      expect(petServiceTlsFiles(loadGatewayConfig({ PET_SERVICE_TLS_CA: "/tls/ca.crt" }))).toEqual({ ca: { variable: "PET_SERVICE_TLS_CA", path: "/tls/ca.crt" } });
+      expect(
+        petServiceTlsFiles(loadGatewayConfig({ PET_SERVICE_TLS_CA: "/tls/ca.crt", PET_SERVICE_TLS_CLIENT_CERT: "/tls/tls.crt", PET_SERVICE_TLS_CLIENT_KEY: "/tls/tls.key" })),
+      ).toEqual({
+        ca: { variable: "PET_SERVICE_TLS_CA", path: "/tls/ca.crt" },
+        cert: { variable: "PET_SERVICE_TLS_CLIENT_CERT", path: "/tls/tls.crt" },
+        key: { variable: "PET_SERVICE_TLS_CLIENT_KEY", path: "/tls/tls.key" },
+      });
+    });
+
+    it.each([{ PET_SERVICE_TLS_CLIENT_CERT: "/tls/tls.crt" }, { PET_SERVICE_TLS_CLIENT_KEY: "/tls/tls.key" }])("needs the client certificate and key together: %j", (env) => {
+      expect(() => loadGatewayConfig(env)).toThrowError(/^invalid configuration: PET_SERVICE_TLS_CLIENT_KEY and PET_SERVICE_TLS_CLIENT_CERT must be set together/);
+    });
   });
 });

@@ -2,10 +2,13 @@ import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../../lib/config.ts";
 import { loadConfig } from "../../../pet-service/config.ts";
 
+/** Tracing with no OTEL_* set: no endpoint, so nothing is exported (lib/tracing/config.ts). */
+const NO_EXPORT = { protocol: "http/protobuf", sampler: "parentbased_always_on", ratio: 1, batch: {} };
+
 describe("pet-service config", () => {
   it("defaults to loopback:50051 and data/pets.sqlite, frozen", () => {
     const config = loadConfig({});
-    expect(config).toEqual({ host: "127.0.0.1", port: 50051, petsDb: "data/pets.sqlite", poolSize: 10 });
+    expect(config).toEqual({ host: "127.0.0.1", port: 50051, petsDb: "data/pets.sqlite", poolSize: 10, tracing: NO_EXPORT });
     expect(Object.isFrozen(config)).toBe(true);
   });
 
@@ -15,6 +18,7 @@ describe("pet-service config", () => {
       port: 6000,
       petsDb: "/var/lib/pets/db.sqlite",
       poolSize: 10,
+      tracing: NO_EXPORT,
     });
     expect(loadConfig({ PET_SERVICE_HOST: "::" }).host).toBe("::");
     expect(loadConfig({ PET_SERVICE_HOST: "pets.internal" }).host).toBe("pets.internal");
@@ -42,7 +46,7 @@ describe("pet-service config", () => {
     });
 
     it("is a port; 0 picks a free one", () => {
-      expect(loadConfig({ METRICS_PORT: "9464" })).toEqual({ host: "127.0.0.1", port: 50051, petsDb: "data/pets.sqlite", poolSize: 10, metricsPort: 9464 });
+      expect(loadConfig({ METRICS_PORT: "9464" })).toEqual({ host: "127.0.0.1", port: 50051, petsDb: "data/pets.sqlite", poolSize: 10, metricsPort: 9464, tracing: NO_EXPORT });
       expect(loadConfig({ METRICS_PORT: "0" }).metricsPort).toBe(0);
       expect(Object.isFrozen(loadConfig({ METRICS_PORT: "9464" }))).toBe(true);
     });
@@ -85,6 +89,28 @@ describe("pet-service config", () => {
     it("PETS_DB_POOL_SIZE bounds the PostgreSQL pool: 1..1000, default 10", () => {
       expect(loadConfig({ PETS_DB_POOL_SIZE: "25" }).poolSize).toBe(25);
       for (const bad of ["0", "1001", "ten", "2.5", " ", "0x10", "1e2"]) expect(() => loadConfig({ PETS_DB_POOL_SIZE: bad })).toThrowError(/^invalid configuration: PETS_DB_POOL_SIZE /);
+    });
+  });
+
+  describe("TLS (PET_SERVICE_TLS_*)", () => {
+    it("is off without a certificate; TLS with the certificate and key; mTLS with a client CA too", () => {
+      expect(loadConfig({})).not.toHaveProperty("tls");
+      expect(loadConfig({ PET_SERVICE_TLS_CERT: "/tls/tls.crt", PET_SERVICE_TLS_KEY: "/tls/tls.key" }).tls).toEqual({
+        cert: { variable: "PET_SERVICE_TLS_CERT", path: "/tls/tls.crt" },
+        key: { variable: "PET_SERVICE_TLS_KEY", path: "/tls/tls.key" },
+      });
+      expect(loadConfig({ PET_SERVICE_TLS_CERT: "/tls/tls.crt", PET_SERVICE_TLS_KEY: "/tls/tls.key", PET_SERVICE_TLS_CLIENT_CA: "/tls/ca.crt" }).tls?.ca).toEqual({
+        variable: "PET_SERVICE_TLS_CLIENT_CA",
+        path: "/tls/ca.crt",
+      });
+    });
+
+    it.each([
+      ["PET_SERVICE_TLS_KEY", { PET_SERVICE_TLS_CERT: "/tls/tls.crt" }],
+      ["PET_SERVICE_TLS_KEY", { PET_SERVICE_TLS_KEY: "/tls/tls.key" }],
+      ["PET_SERVICE_TLS_CLIENT_CA", { PET_SERVICE_TLS_CLIENT_CA: "/tls/ca.crt" }],
+    ])("refuses an incomplete set naming %s", (variable, env) => {
+      expect(() => loadConfig(env)).toThrowError(new RegExp(`^invalid configuration: ${variable} `));
     });
   });
 });

@@ -13,6 +13,7 @@ import { answerWith, startRawGrpcServer } from "../../../../testkit/raw-grpc-ser
 import { startTcpProxy } from "../../../../testkit/tcp-proxy.ts";
 import { makeTestCertificates } from "../../../../testkit/tls.ts";
 import { rejection } from "../../../../testkit/pet-service.ts";
+import type { TlsMaterial, TlsSource } from "../../../../lib/tls-files.ts";
 
 /**
  * One suite for every PetService client implementation (gateway/pet-client/): the behaviour the
@@ -26,6 +27,9 @@ const FAST = { ...PET_SERVICE_CONNECTION, keepaliveTimeMs: 200, keepaliveTimeout
 
 const list = (client: PetClient, requestId = "req-1") => client.listPets({ limit: 1 }, { requestId });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** TLS material the test changes at will: asked by each new connection, as the files' watcher is. */
+const tlsSource = (current: () => TlsMaterial): TlsSource => ({ current, onChange: () => () => {}, close() {} });
 
 /** Servers and clients a test made, closed after it (last first). */
 function testScope(implementation: PetClientImplementation) {
@@ -188,13 +192,13 @@ export function petClientConformance(implementation: PetClientImplementation): v
     });
 
     it("mutual TLS with the material the function gives, asked again for new connections (rotation)", async () => {
-      const first = makeTestCertificates("first");
-      const second = makeTestCertificates("second");
+      const first = await makeTestCertificates("first");
+      const second = await makeTestCertificates("second");
       const port = await freePort();
       const tlsServer = (certs: typeof first, name: string) =>
         replica({ name, port, credentials: grpc.ServerCredentials.createSsl(certs.ca, [{ cert_chain: certs.serverCert, private_key: certs.serverKey }], true) });
       let current = first;
-      const c = client(`localhost:${port}`, { tls: () => ({ ca: current.ca, cert: current.clientCert, key: current.clientKey }) });
+      const c = client(`localhost:${port}`, { tls: tlsSource(() => ({ ca: current.ca, cert: current.clientCert, key: current.clientKey })) });
       const one = await tlsServer(first, "tls-1");
       expect(servedBy(await list(c))).toBe("tls-1");
       expect(one.calls[0]!.auth.sslPeerCertificate?.subject.CN).toBe("first client");
@@ -209,8 +213,12 @@ export function petClientConformance(implementation: PetClientImplementation): v
       while (!served && Date.now() < until) served = await list(c).then(servedBy, () => sleep(100).then(() => undefined));
       expect(served).toBe("tls-2");
 
-      const stranger = client(`localhost:${port}`, { tls: () => ({ ca: first.ca }) });
+      const stranger = client(`localhost:${port}`, { tls: tlsSource(() => ({ ca: first.ca })) });
       expect((await rejection(list(stranger))).code).toBe(grpc.status.UNAVAILABLE);
+      // No client certificate: under TLS 1.3 the server refuses it after the client's side of the
+      // handshake is done, with an alert on the socket; the call fails UNAVAILABLE, not at its deadline.
+      const anonymous = client(`localhost:${port}`, { tls: tlsSource(() => ({ ca: second.ca })) });
+      expect((await rejection(list(anonymous))).code).toBe(grpc.status.UNAVAILABLE);
     });
   });
 

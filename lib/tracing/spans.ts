@@ -1,0 +1,57 @@
+import { context, createContextKey, INVALID_TRACEID, ROOT_CONTEXT, trace, TraceFlags, type Attributes, type Context, type Span, type SpanKind, type Tracer } from "@opentelemetry/api";
+
+/**
+ * The few things both processes do with spans on the request path, kept cheap: without an OTLP
+ * endpoint (lib/tracing/start.ts) every span is a non-recording one that only carries ids.
+ */
+
+let ours: Tracer | undefined;
+/** The tracer of our own spans (one instrumentation scope for both processes); it follows the provider main.ts registers. */
+export const tracer = (): Tracer => (ours ??= trace.getTracer("pet-store-api"));
+
+/** The id of the request being handled (X-Request-Id, or the gateway's), beside its span in the context. */
+const REQUEST_ID = createContextKey("pet-store request id");
+
+/**
+ * What a request's handling runs in: its request id and `span` (a child of the caller's, started
+ * by the caller) active. The caller's context holds nothing else we use, so both go on an empty
+ * one (the copies contexts make per value stay small; a WeakMap from span to id cost more, in GC).
+ */
+export function requestContext(span: Span, requestId: string | undefined): Context {
+  return trace.setSpan(requestId === undefined ? ROOT_CONTEXT : ROOT_CONTEXT.setValue(REQUEST_ID, requestId), span);
+}
+
+/** A span's trace and span ids, unless it has none (tracing never started in this process). */
+export function idsOf(span: Span): { traceId: string; spanId: string } | undefined {
+  const { traceId, spanId } = span.spanContext();
+  return traceId === INVALID_TRACEID ? undefined : { traceId, spanId };
+}
+
+/**
+ * pino's mixin: every log line written while a request is handled carries its request id, trace
+ * id and the active span's id (sampled or not), so a line leads to the request's other lines,
+ * in both processes, and to its trace. A new object each time: pino merges the line's own fields into it.
+ */
+export function logCorrelation(): Record<string, string> {
+  const active = context.active();
+  const span = trace.getSpan(active);
+  const ids = span && idsOf(span);
+  if (!ids) return {};
+  const requestId = active.getValue(REQUEST_ID) as string | undefined;
+  return requestId === undefined ? ids : { requestId, ...ids };
+}
+
+/**
+ * A span under the active one, or undefined when that one records nothing (an unsampled
+ * request, or no endpoint): inner spans of an unrecorded trace would never be exported, so they
+ * are not even made. The caller ends it.
+ */
+export function childSpan(name: string, attributes: Attributes, kind?: SpanKind): Span | undefined {
+  if (!trace.getActiveSpan()?.isRecording()) return undefined;
+  return tracer().startSpan(name, { attributes, ...(kind !== undefined && { kind }) });
+}
+
+/** Whether the trace is sampled: its spans are exported, so an exemplar naming it leads somewhere. */
+export function isSampled(span: Span | undefined): span is Span {
+  return span !== undefined && (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
+}

@@ -1,0 +1,72 @@
+import { context, propagation, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPTraceExporter as JsonExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { OTLPTraceExporter as ProtobufExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import { defaultResource, detectResources, resourceAttributesEnvDetector, resourceFromAttributes, serviceNameEnvDetector } from "@opentelemetry/resources";
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type Sampler,
+} from "@opentelemetry/sdk-trace";
+import type { SamplerName, TracingSettings } from "./config.ts";
+
+export interface Tracing {
+  /** True when spans are recorded and exported (an OTLP endpoint is set). */
+  readonly exporting: boolean;
+  /** Exports what is queued, then stops the exporter; at shutdown, after the last request. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Tracing for this process, once, at start (main.ts): W3C Trace Context in and out, the active
+ * span carried by AsyncLocalStorage, and a tracer provider.
+ *
+ * With an endpoint, spans are sampled as OTEL_TRACES_SAMPLER says (parent-based by default, so a
+ * client's sampled flag is honoured), batched (OTEL_BSP_*) and exported over OTLP/HTTP. Without
+ * one, the provider samples nothing: every request still gets a trace id and span ids (logs carry
+ * them, the pet service continues the trace), but no span is recorded or exported, so a process
+ * pays for ids and propagation only. (The OpenTelemetry default would export to localhost:4318.)
+ */
+export function startTracing(serviceName: string, settings: TracingSettings): Tracing {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const { url } = settings;
+  if (!url) {
+    const provider = new TracerProvider({ sampler: new AlwaysOffSampler() });
+    trace.setGlobalTracerProvider(provider);
+    return { exporting: false, shutdown: () => provider.shutdown() };
+  }
+  const exporter = settings.protocol === "http/json" ? new JsonExporter({ url }) : new ProtobufExporter({ url });
+  const provider = new TracerProvider({
+    // The process's own name unless OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) says otherwise.
+    resource: defaultResource()
+      .merge(resourceFromAttributes({ "service.name": serviceName }))
+      .merge(detectResources({ detectors: [resourceAttributesEnvDetector, serviceNameEnvDetector] })),
+    sampler: samplerOf(settings.sampler, settings.ratio),
+    spanProcessors: [new BatchSpanProcessor({ exporter, ...settings.batch })],
+  });
+  trace.setGlobalTracerProvider(provider);
+  return { exporting: true, shutdown: () => provider.shutdown() };
+}
+
+function samplerOf(name: SamplerName, ratio: number): Sampler {
+  switch (name) {
+    case "always_on":
+      return new AlwaysOnSampler();
+    case "always_off":
+      return new AlwaysOffSampler();
+    case "traceidratio":
+      return new TraceIdRatioBasedSampler(ratio);
+    case "parentbased_always_on":
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    case "parentbased_always_off":
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case "parentbased_traceidratio":
+      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
+  }
+}

@@ -25,15 +25,14 @@ env.PET_SERVICE_ADDR ||= `127.0.0.1:${env.PET_SERVICE_PORT || 50051}`;
 const petsDb = env.PETS_DB || "data/pets.sqlite";
 const demoKeyFile = path.join(isPostgresUrl(petsDb) ? "data" : path.dirname(petsDb), "demo-key");
 
-ensureKeyPair(keysDir);
-const demoKey = reuseOrIssueDemoKey();
-
-const children: ChildProcess[] = [
-  start("pet-service", "pet-service/main.ts"),
-  start("gateway", "gateway/main.ts"),
-];
+// Ctrl-C at any moment, even while the key pair is made or the processes start, stops cleanly.
+const children: ChildProcess[] = [];
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => stopAll(0));
+
+ensureKeyPair(keysDir);
+const demoKey = reuseOrIssueDemoKey();
+children.push(start("pet-service", "pet-service/main.ts"), start("gateway", "gateway/main.ts"));
 
 await waitForGateway();
 const base = `http://localhost:${gatewayPort}/v1`;

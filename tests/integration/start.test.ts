@@ -104,8 +104,11 @@ it("in a terminal, shows readable log lines (time, level, process, message) inst
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-    const deadline = Date.now() + 30_000;
+    // A loaded CI machine can take a while to start both processes; the terminal must show the
+    // banner before Ctrl-C is typed, or this would test an interrupted start.
+    const deadline = Date.now() + 60_000;
     while (!output.includes("Ctrl-C stops") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(output).toContain("Ctrl-C stops");
     // Ctrl-C typed on the terminal: SIGINT to npm start and both processes.
     child.stdin.write("\x03");
     expect(await exited).toBe(0);
@@ -117,7 +120,7 @@ it("in a terminal, shows readable log lines (time, level, process, message) inst
   } finally {
     await rm(cwd, { recursive: true, force: true });
   }
-}, 60_000);
+}, 90_000);
 
 it("with PETS_DB a PostgreSQL URL, keeps the demo key in data/demo-key, not in a directory named after the URL", async () => {
   // A directory of its own as the working directory, so the data/ it writes is not the checkout's.

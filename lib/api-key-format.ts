@@ -9,6 +9,7 @@
  *   private/active      the kid that signs new keys
  *   issued.jsonl        one line per issued key, never the token (keys tooling only)
  *   revoked.json        revoked key ids with their expiry (REVOKED_FILE below)
+ *   key-changes.json    plan overrides and rolls since issue (lib/key-changes.ts)
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
@@ -29,9 +30,11 @@ export interface ApiKey {
   perDay?: number;
   /** Unix seconds; absent means the key does not expire. */
   expiresAt?: number;
+  /** 0 for an issued key, n for the key the n-th `keys roll` printed (same keyId). */
+  generation: number;
 }
 
-export type AuthFailure = "missing" | "malformed" | "invalid" | "expired" | "revoked";
+export type AuthFailure = "missing" | "malformed" | "invalid" | "expired" | "revoked" | "rolled";
 
 /** Every authentication failure; the gateway maps each to 401 `unauthorized`. */
 export class AuthError extends Error {
@@ -60,6 +63,8 @@ export interface KeyClaims {
   plan: PlanName;
   /** Enterprise keys only: requests per minute (`m`) and per day (`d`). */
   lim?: { m: number; d: number };
+  /** Rolled keys only: the roll that made it (see ApiKey.generation). */
+  gen?: number;
 }
 
 /** Longer bearer tokens are refused before any parsing (ours are ~350 bytes). */
@@ -72,6 +77,7 @@ const claimsSchema = z
     plan: z.enum(PLAN_NAMES),
     lim: z.object({ m: positiveInt, d: positiveInt }).optional(),
     exp: positiveInt.optional(),
+    gen: positiveInt.optional(),
   })
   .refine((c) => (c.plan === "enterprise") === (c.lim !== undefined), "lim is required for enterprise keys only");
 
@@ -120,8 +126,8 @@ export function verifyTokenSignature(token: string, keys: KeyLookup, nowSeconds:
   }
   const claims = claimsSchema.safeParse(payload);
   if (!claims.success) throw invalid();
-  const { sub, plan, lim, exp } = claims.data;
-  const apiKey: ApiKey = { keyId: sub, plan };
+  const { sub, plan, lim, exp, gen } = claims.data;
+  const apiKey: ApiKey = { keyId: sub, plan, generation: gen ?? 0 };
   if (lim) Object.assign(apiKey, { perMinute: lim.m, perDay: lim.d });
   if (exp !== undefined) apiKey.expiresAt = exp;
   return { apiKey: Object.freeze(apiKey), kid: header.kid!, key };

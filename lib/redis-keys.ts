@@ -5,7 +5,8 @@
  */
 import calculateSlot from "cluster-key-slot";
 
-export type SubjectPart = "m" | "d" | "ban" | "strikes" | "revoked" | "offences" | `w${number}`;
+/** `rec`: an API key's record (plan in force, rolls, last use), see sliding-window.lua. */
+export type SubjectPart = "m" | "d" | "ban" | "strikes" | "revoked" | "offences" | "rec" | `w${number}`;
 
 export const subjectForKey = (keyId: string): string => `key:${keyId}`;
 export const subjectForAddress = (address: string): string => `ip:${address}`;
@@ -13,6 +14,12 @@ export const redisKey = (subject: string, part: SubjectPart): string => `rl:{${s
 
 /** The Redis Cluster slot holding every key of `subject` (they share its hash tag). */
 export const subjectSlot = (subject: string): number => calculateSlot(redisKey(subject, "m"));
+
+/**
+ * A key's record in Redis lives this long after its last use or change: KEYS_DIR holds the
+ * truth, which gateways read when Redis has none, and `keys sync` publishes it again.
+ */
+export const KEY_RECORD_TTL_SECONDS = 35 * 86_400;
 
 /** The sorted set of live gateway replicas (member: replica id, score: last heartbeat, Redis ms). */
 export const PRESENCE_KEY = "rl:{gateways}:live";

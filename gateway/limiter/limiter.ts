@@ -3,6 +3,7 @@
  * client address): ban and revocation first, then every window; it counts the request only
  * when it is admitted. Memory and Redis stores implement it and pass one conformance suite.
  */
+import type { PlanName } from "../../lib/api-key-format.ts";
 
 /** One sliding window: at most `limit` requests in any rolling `windowSeconds`. */
 export interface WindowLimit {
@@ -26,11 +27,12 @@ export interface WindowResult extends WindowLimit {
 }
 
 /**
+ * "rolled": the request's key is an older generation whose grace period after `keys roll` is over.
  * "unavailable": the store cannot decide without risking admitting more than the limit (Redis
  * unreachable and this replica's share of the limit is 0, or the number of live replicas is
  * unknown); the gateway answers 503 with Retry-After and counts nothing.
  */
-export type Outcome = "admitted" | "limited" | "banned" | "revoked" | "unavailable";
+export type Outcome = "admitted" | "limited" | "banned" | "revoked" | "rolled" | "unavailable";
 
 export interface Decision {
   outcome: Outcome;
@@ -42,6 +44,17 @@ export interface Decision {
   retryAfterSeconds: number;
   /** The store's clock when it decided, in milliseconds (Redis TIME for the Redis store). */
   nowMs: number;
+  /**
+   * The plan of the key's record in the store (Redis: what `keys set-plan` published), whose limits
+   * the windows then carry instead of the ones asked for; undefined when the store holds none.
+   */
+  plan?: PlanName | undefined;
+}
+
+/** What the store needs to know of the API key a subject stands for. */
+export interface KeySubject {
+  /** The request's key generation (ApiKey.generation): older ones stop after their grace period. */
+  generation: number;
 }
 
 export interface BanPolicy {
@@ -52,7 +65,10 @@ export interface BanPolicy {
 }
 
 export interface LimiterStore {
-  /** Decides one request of `subject` against all `windows` at once. */
-  hit(subject: string, windows: readonly WindowLimit[]): Promise<Decision>;
+  /**
+   * Decides one request of `subject` against all `windows` at once. `key` is given for API-key
+   * subjects: a store that holds key records (Redis) applies the record's plan and rolls.
+   */
+  hit(subject: string, windows: readonly WindowLimit[], key?: KeySubject): Promise<Decision>;
   close(): Promise<void>;
 }

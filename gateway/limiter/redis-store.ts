@@ -6,7 +6,8 @@
  */
 import { readFileSync } from "node:fs";
 import type { Cluster, Redis } from "ioredis";
-import { redisKey, type SubjectPart } from "../../lib/redis-keys.ts";
+import { KEY_RECORD_TTL_SECONDS, redisKey, type SubjectPart } from "../../lib/redis-keys.ts";
+import { PLAN_NAMES, type PlanName } from "../../lib/api-key-format.ts";
 import type { BanPolicy, Decision, LimiterStore, WindowLimit } from "./limiter.ts";
 import {
   assembleDecision,
@@ -41,11 +42,19 @@ export function windowPart(windowSeconds: number): SubjectPart {
 
 /** Every key the script may touch for `subject` with these windows, in KEYS order. */
 export function limiterKeys(subject: string, windows: readonly WindowLimit[]): string[] {
-  const parts: SubjectPart[] = ["revoked", "ban", "strikes", "offences", ...windows.map((w) => windowPart(w.windowSeconds))];
+  const parts: SubjectPart[] = ["revoked", "ban", "strikes", "offences", "rec", ...windows.map((w) => windowPart(w.windowSeconds))];
   return parts.map((part) => redisKey(subject, part));
 }
 
-export function createRedisStore(opts: RedisStoreOptions): LimiterStore {
+export interface RedisStore extends LimiterStore {
+  /**
+   * Counts `admitted` requests of `subject` in every window without deciding (into the current
+   * bucket): what this replica admitted from memory while Redis was unavailable.
+   */
+  fold(subject: string, windows: readonly WindowLimit[], admitted: number): Promise<void>;
+}
+
+export function createRedisStore(opts: RedisStoreOptions): RedisStore {
   const { redis, ban, clock } = opts;
   validateBanPolicy(ban);
   redis.defineCommand(COMMAND, { lua: LIMITER_LUA });
@@ -65,18 +74,24 @@ export function createRedisStore(opts: RedisStoreOptions): LimiterStore {
         OFFENCE_MEMORY_MS,
         windows.length,
         ...windows.flatMap((w) => [w.windowSeconds * 1000, w.limit, bucketMsFor(w.windowSeconds)]),
+        KEY_RECORD_TTL_SECONDS * 1000,
       ].join(" ");
       policies.set(windows, policy);
     }
     return policy;
   };
 
+  const now = () => (clock ? String(Math.floor(clock())) : "");
   return {
-    async hit(subject, windows) {
+    async hit(subject, windows, key) {
       const policy = policyFor(windows);
       const keys = limiterKeys(subject, windows);
-      const reply = await client[COMMAND](keys.length, ...keys, clock ? String(Math.floor(clock())) : "", policy);
+      const reply = await client[COMMAND](keys.length, ...keys, now(), policy, key ? String(key.generation) : "", "");
       return decisionFromReply(reply, windows);
+    },
+    async fold(subject, windows, admitted) {
+      const keys = limiterKeys(subject, windows);
+      await client[COMMAND](keys.length, ...keys, now(), policyFor(windows), "", String(admitted));
     },
     async close() {
       // The client is the caller's (create-limiter.ts quits it after the heartbeat's last word).
@@ -84,16 +99,19 @@ export function createRedisStore(opts: RedisStoreOptions): LimiterStore {
   };
 }
 
-/** Turns the script's reply (space-separated integers) into a Decision. */
+/** Turns the script's reply (space-separated tokens: integers and the record's plan) into a Decision. */
 export function decisionFromReply(reply: unknown, windows: readonly WindowLimit[]): Decision {
-  const values = (typeof reply === "string" ? reply.split(" ") : []).map(Number);
+  const tokens = typeof reply === "string" ? reply.split(" ") : [];
+  const plan = tokens.splice(3, 1)[0];
+  const values = tokens.map(Number);
   const outcome = OUTCOME_CODES[values[0] ?? -1];
-  if (!outcome || values.length !== 3 + 4 * windows.length || values.some((v) => !Number.isFinite(v))) {
+  const known = plan === "-" || (PLAN_NAMES as readonly (string | undefined)[]).includes(plan);
+  if (!outcome || !known || values.length !== 3 + 5 * windows.length || values.some((v) => !Number.isFinite(v))) {
     throw new Error(`rate limiter: unexpected script reply ${JSON.stringify(reply)}`);
   }
   const reports: WindowReport[] = windows.map((_, i) => {
-    const [remaining, resetAtMs, releaseAtMs, refused] = values.slice(3 + 4 * i, 7 + 4 * i) as [number, number, number, number];
-    return { remaining, resetAtMs, releaseAtMs, refused: refused === 1 };
+    const [limit, remaining, resetAtMs, releaseAtMs, refused] = values.slice(3 + 5 * i, 8 + 5 * i) as [number, number, number, number, number];
+    return { limit, remaining, resetAtMs, releaseAtMs, refused: refused === 1 };
   });
-  return assembleDecision(outcome, values[1]!, values[2]!, windows, reports);
+  return assembleDecision(outcome, values[1]!, values[2]!, windows, reports, plan === "-" ? undefined : (plan as PlanName));
 }

@@ -10,6 +10,7 @@
  * than the limit in any rolling window and holds at most 61 buckets whatever the limit. Bucket i
  * stops counting at its expiry (i+1)·b + W.
  */
+import type { PlanName } from "../../lib/api-key-format.ts";
 import type { BanPolicy, Decision, Outcome, WindowLimit, WindowResult } from "./limiter.ts";
 
 export const BUCKETS_PER_WINDOW = 60;
@@ -18,7 +19,7 @@ export const MAX_BAN_SECONDS = 86_400;
 /** Offences are remembered this long after a ban ends; a new ban within it escalates. */
 export const OFFENCE_MEMORY_MS = 86_400_000;
 
-export const OUTCOME_CODES: readonly Outcome[] = ["admitted", "limited", "banned", "revoked"];
+export const OUTCOME_CODES: readonly Outcome[] = ["admitted", "limited", "banned", "revoked", "rolled"];
 
 export const bucketMsFor = (windowSeconds: number): number =>
   Math.ceil((windowSeconds * 1000) / BUCKETS_PER_WINDOW);
@@ -58,6 +59,8 @@ export interface Bucket {
 
 /** What one window reports after the decision (the store's per-window reply). */
 export interface WindowReport {
+  /** The limit applied (a store's key record may replace the one asked for). */
+  limit: number;
   remaining: number;
   resetAtMs: number;
   releaseAtMs: number;
@@ -119,9 +122,10 @@ export class WindowCounter {
 
   report(limit: number, nowMs: number, refused: boolean): WindowReport {
     if (this.total === 0) {
-      return { remaining: limit, resetAtMs: nowMs, releaseAtMs: nowMs + this.windowMs, refused };
+      return { limit, remaining: limit, resetAtMs: nowMs, releaseAtMs: nowMs + this.windowMs, refused };
     }
     return {
+      limit,
       remaining: Math.max(0, limit - this.total),
       resetAtMs: this.expiresAt(nowMs),
       releaseAtMs: this.whenAtMost(Math.min(this.total, limit) - 1, nowMs),
@@ -137,12 +141,13 @@ export function assembleDecision(
   banUntilMs: number,
   limits: readonly WindowLimit[],
   reports: readonly WindowReport[],
+  plan?: PlanName,
 ): Decision {
-  const windows: WindowResult[] = limits.map(({ windowSeconds, limit }, i) => {
+  const windows: WindowResult[] = limits.map(({ windowSeconds }, i) => {
     const r = reports[i]!;
     return {
       windowSeconds,
-      limit,
+      limit: r.limit,
       remaining: r.remaining,
       resetAt: Math.ceil(r.resetAtMs / 1000),
       releaseAtMs: r.releaseAtMs,
@@ -166,7 +171,9 @@ export function assembleDecision(
     });
     if (outcome === "banned") retryAtMs = banUntilMs;
   }
-  return { outcome, windows, binding, retryAfterSeconds: Math.ceil((retryAtMs - nowMs) / 1000), nowMs };
+  const decision: Decision = { outcome, windows, binding, retryAfterSeconds: Math.ceil((retryAtMs - nowMs) / 1000), nowMs };
+  if (plan) decision.plan = plan;
+  return decision;
 }
 
 /** A counter that forgets itself at `untilMs` (strikes, offences). */

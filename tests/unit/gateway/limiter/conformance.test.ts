@@ -305,7 +305,7 @@ describe("redis store (private redis-server)", () => {
     let now = T0;
     const store = createRedisStore({ redis: admin, ban: { after: 2, seconds: 900 }, clock: () => now });
     const w = limits(1, 1000);
-    await store.hit("key:ttl-a", w); // windows
+    await store.hit("key:ttl-a", w, { generation: 0 }); // windows, and the key's record (last use)
     now += SEC;
     await store.hit("key:ttl-b", w);
     await store.hit("key:ttl-b", w); // limited: strikes
@@ -314,15 +314,15 @@ describe("redis store (private redis-server)", () => {
     await store.hit("key:ttl-c", w); // banned: ban + offences
     const keys = await admin.keys("*");
     const parts = new Set(keys.map((k) => k.split(":").at(-1)));
-    expect(parts).toEqual(new Set(["m", "d", "strikes", "ban", "offences"]));
+    expect(parts).toEqual(new Set(["m", "d", "strikes", "ban", "offences", "rec"]));
     for (const key of keys) {
       const ttl = await admin.pttl(key);
       expect(ttl, key).toBeGreaterThan(0);
       const part = key.split(":").at(-1);
-      const bound = { m: 61 * SEC, d: DAY + DAY_BUCKET, strikes: 61 * SEC, ban: 900 * SEC, offences: 900 * SEC + DAY }[part!]!;
+      const bound = { m: 61 * SEC, d: DAY + DAY_BUCKET, strikes: 61 * SEC, ban: 900 * SEC, offences: 900 * SEC + DAY, rec: 35 * DAY }[part!]!;
       expect(ttl, key).toBeLessThanOrEqual(bound);
     }
-    expect(limiterKeys("key:x", w)).toEqual(["rl:{key:x}:revoked", "rl:{key:x}:ban", "rl:{key:x}:strikes", "rl:{key:x}:offences", "rl:{key:x}:m", "rl:{key:x}:d"]);
+    expect(limiterKeys("key:x", w)).toEqual(["rl:{key:x}:revoked", "rl:{key:x}:ban", "rl:{key:x}:strikes", "rl:{key:x}:offences", "rl:{key:x}:rec", "rl:{key:x}:m", "rl:{key:x}:d"]);
   });
 });
 

@@ -5,6 +5,7 @@ import { createApp, type AppDeps } from "./app.ts";
 import { clientErrorHandler } from "./http/error-handler.ts";
 import { createKeyVerifier } from "./auth/jwt-verifier.ts";
 import { watchRevocations } from "./auth/revocation-list.ts";
+import { watchKeyChanges } from "./auth/key-changes.ts";
 import { petServiceTlsFiles, upstreamsOf, type GatewayConfig } from "./config.ts";
 import { createLimiter, type Limiter } from "./limiter/create-limiter.ts";
 import { ANONYMOUS_WINDOWS } from "./quota/plans.ts";
@@ -44,11 +45,13 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
   const { clock, logger } = opts;
   const metrics = opts.metrics ?? createGatewayMetrics();
   const revocations = watchRevocations({ keysDir: config.KEYS_DIR, ...(opts.revocationPollMs ? { pollMs: opts.revocationPollMs } : {}) });
-  const verifier = createKeyVerifier({ keysDir: config.KEYS_DIR, clock, revocations });
+  const keyChanges = watchKeyChanges({ keysDir: config.KEYS_DIR, ...(opts.revocationPollMs ? { pollMs: opts.revocationPollMs } : {}) });
+  const verifier = createKeyVerifier({ keysDir: config.KEYS_DIR, clock, revocations, keyChanges });
   const limiter =
     opts.limiter ??
     createLimiter({
       redisUrl: config.REDIS_URL,
+      usageDir: config.KEYS_DIR,
       ban: { after: config.BAN_AFTER, seconds: config.BAN_SECONDS },
       clock,
       logger,
@@ -86,6 +89,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     pets,
     verifier,
     limiter,
+    keyChanges,
     clock,
     logger,
     trustProxy: config.TRUST_PROXY,
@@ -108,6 +112,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
       tls?.close();
       verifier.close();
       revocations.close();
+      keyChanges.close();
       await limiter.close();
     },
   };

@@ -1,21 +1,6 @@
-import { closeSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { KeysError } from "./errors.ts";
-
-/**
- * Writes a file so readers (gateways polling KEYS_DIR) see the old or the new content, never
- * half of it: a temp file in the same directory, then rename.
- */
-export function writeFileAtomic(file: string, data: string, mode = 0o644): void {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
-  try {
-    writeFileSync(tmp, data, { mode });
-    renameSync(tmp, file);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
-  }
-}
 
 const LOCK_WAIT_MS = 5_000;
 const LOCK_STALE_MS = 30_000;

@@ -20,9 +20,9 @@ export interface IssueOptions {
 
 const MAX_NAME_LENGTH = 200;
 
-/** Throws UsageError unless the options describe a valid key. */
-export function validateIssueOptions(opts: IssueOptions): void {
-  const { plan, perMinute, perDay, expiresInSeconds, name } = opts;
+/** Throws UsageError unless the plan and limits go together (enterprise: both limits; others: none). */
+export function validatePlanLimits(opts: Pick<IssueOptions, "plan" | "perMinute" | "perDay">): void {
+  const { plan, perMinute, perDay } = opts;
   if (plan === "enterprise") {
     if (perMinute === undefined || perDay === undefined) {
       throw new UsageError("enterprise keys need both --per-minute and --per-day");
@@ -34,6 +34,12 @@ export function validateIssueOptions(opts: IssueOptions): void {
   } else if (perMinute !== undefined || perDay !== undefined) {
     throw new UsageError(`--per-minute and --per-day are for enterprise keys only; the ${plan} plan has fixed limits`);
   }
+}
+
+/** Throws UsageError unless the options describe a valid key. */
+export function validateIssueOptions(opts: IssueOptions): void {
+  validatePlanLimits(opts);
+  const { expiresInSeconds, name } = opts;
   if (expiresInSeconds !== undefined && !(Number.isSafeInteger(expiresInSeconds) && expiresInSeconds > 0)) {
     throw new UsageError(`the lifetime must be a positive number of seconds; got ${expiresInSeconds}`);
   }
@@ -50,17 +56,11 @@ export const newKeyId = (): string => `key_${randomBytes(8).toString("hex")}`;
  */
 export function issueKey(keysDir: string, opts: IssueOptions): string {
   validateIssueOptions(opts);
-  const { kid, privateKey } = loadSigningKey(keysDir);
   const iat = Math.floor((opts.now ?? Date.now()) / 1000);
   const exp = opts.expiresInSeconds === undefined ? null : iat + opts.expiresInSeconds;
   const claims: KeyClaims = { sub: newKeyId(), plan: opts.plan };
   if (opts.plan === "enterprise") claims.lim = { m: opts.perMinute!, d: opts.perDay! };
-  const token = jwt.sign({ ...claims, iat, ...(exp === null ? {} : { exp }) }, privateKey, {
-    algorithm: KEY_ALGORITHM,
-    keyid: kid,
-    issuer: KEY_ISSUER,
-    audience: KEY_AUDIENCE,
-  });
+  const { token, kid } = signKey(keysDir, claims, iat, exp);
   appendIssued(keysDir, {
     keyId: claims.sub,
     name: opts.name ?? "",
@@ -71,4 +71,16 @@ export function issueKey(keysDir: string, opts: IssueOptions): string {
     expiresAt: exp,
   });
   return token;
+}
+
+/** Signs a key's claims with the active signing pair (KeysError before `init`). */
+export function signKey(keysDir: string, claims: KeyClaims, iat: number, exp: number | null): { token: string; kid: string } {
+  const { kid, privateKey } = loadSigningKey(keysDir);
+  const token = jwt.sign({ ...claims, iat, ...(exp === null ? {} : { exp }) }, privateKey, {
+    algorithm: KEY_ALGORITHM,
+    keyid: kid,
+    issuer: KEY_ISSUER,
+    audience: KEY_AUDIENCE,
+  });
+  return { token, kid };
 }

@@ -2,7 +2,8 @@ import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, typ
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { activeKidPath, KEY_ID_PATTERN, privateKeyDir, privateKeyPath, publicKeyDir, publicKeyPath } from "../lib/api-key-format.ts";
 import { KeysError } from "./errors.ts";
-import { withLock, writeFileAtomic } from "./files.ts";
+import { withLock } from "./files.ts";
+import { writeFileAtomic } from "../lib/write-file-atomic.ts";
 
 /**
  * Signing key pairs in KEYS_DIR (layout in lib/api-key-format.ts): public/<kid>.pem,

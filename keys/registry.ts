@@ -2,7 +2,8 @@ import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
 import { z } from "zod";
 import { issuedFilePath, PLAN_NAMES, readRevokedFile, revokedFilePath, type RevokedFile } from "../lib/api-key-format.ts";
 import { KeysError } from "./errors.ts";
-import { withLock, writeFileAtomic } from "./files.ts";
+import { withLock } from "./files.ts";
+import { writeFileAtomic } from "../lib/write-file-atomic.ts";
 
 /**
  * KEYS_DIR/issued.jsonl: one line per issued key (never the token itself), appended with a

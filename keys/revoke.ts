@@ -1,10 +1,9 @@
 import jwt from "jsonwebtoken";
-import { createRedisClient, whenReady } from "../lib/redis-client.ts";
 import { AuthError, loadPublicKeys, revokedFilePath, verifyTokenSignature } from "../lib/api-key-format.ts";
-import { redisKey, subjectForKey } from "../lib/redis-keys.ts";
 import { withoutPasswords } from "../lib/redact-url.ts";
 import { KeysError } from "./errors.ts";
 import { addRevocation, findIssued, readRevoked } from "./registry.ts";
+import { setRevoked, withRedis } from "./redis.ts";
 
 export interface RevokeOptions {
   /** When set, the Redis revocation key is set too (every gateway replica refuses the key at once). */
@@ -23,7 +22,7 @@ export interface RevokeResult {
 }
 
 /** Seconds past a key's expiry that its Redis revocation key outlives it. */
-const REDIS_TTL_MARGIN_SECONDS = 60;
+export const REDIS_TTL_MARGIN_SECONDS = 60;
 
 /**
  * Revokes a key given as its token or its key id: records it in revoked.json (gateways
@@ -37,7 +36,7 @@ export async function revokeKey(keysDir: string, keyOrId: string, opts: RevokeOp
   const alreadyRevoked = addRevocation(keysDir, keyId, expiresAt, nowSeconds);
   if (opts.redisUrl) {
     const ttl = expiresAt === null ? null : Math.max(expiresAt - nowSeconds, 0) + REDIS_TTL_MARGIN_SECONDS;
-    await setRedisRevocation(opts.redisUrl, keyId, ttl).catch((err: Error) => {
+    await withRedis(opts.redisUrl, (client) => setRevoked(client, keyId, ttl)).catch((err: Error) => {
       throw new KeysError(
         `${keyId} is revoked in ${revokedFilePath(keysDir)}, but Redis at ${withoutPasswords(opts.redisUrl!)} could not be updated ` +
           `(${err.message}); run revoke again once Redis is reachable`,
@@ -72,23 +71,4 @@ export function resolveKey(keysDir: string, keyOrId: string, nowSeconds: number)
   const record = sub && kid && !keys.has(kid) ? findIssued(keysDir, sub) : undefined;
   if (!record) throw new KeysError(`not a valid key issued with the signing keys in ${keysDir}`);
   return { keyId: record.keyId, expiresAt: record.expiresAt };
-}
-
-/** SET rl:{key:<id>}:revoked 1 [EX ttl] on any REDIS_URL form the gateway accepts, with short timeouts. */
-export async function setRedisRevocation(redisUrl: string, keyId: string, ttlSeconds: number | null): Promise<void> {
-  // The socket's error says more than a bare timeout.
-  let socketError: Error | undefined;
-  const client = createRedisClient(redisUrl, {
-    commandTimeoutMs: 2_000,
-    connectTimeoutMs: 2_000,
-    onError: (err) => (socketError ??= err),
-  });
-  try {
-    if (!(await whenReady(client, 3_000))) throw socketError ?? new Error("not ready within 3 s");
-    const key = redisKey(subjectForKey(keyId), "revoked");
-    if (ttlSeconds === null) await client.set(key, "1");
-    else await client.set(key, "1", "EX", ttlSeconds);
-  } finally {
-    client.disconnect();
-  }
 }

@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createKeyVerifier } from "../gateway/auth/jwt-verifier.ts";
 import { watchRevocations } from "../gateway/auth/revocation-list.ts";
+import { watchKeyChanges } from "../gateway/auth/key-changes.ts";
 import { DOCS_PATH } from "../gateway/ops/docs.ts";
 import { ensureKeyPair, issueKey } from "../keys/index.ts";
 import { defaultKeysDir, legacyKeysDirNotice } from "../lib/keys-dir.ts";
@@ -80,7 +81,8 @@ function stopAll(code: number): void {
 /** Reuses the saved demo key while it still verifies (not expired, revoked or retired). */
 function reuseOrIssueDemoKey(): string {
   const revocations = watchRevocations({ keysDir });
-  const verifier = createKeyVerifier({ keysDir, clock: systemClock, revocations });
+  const keyChanges = watchKeyChanges({ keysDir });
+  const verifier = createKeyVerifier({ keysDir, clock: systemClock, revocations, keyChanges });
   try {
     const saved = readFileSync(demoKeyFile, "utf8").trim();
     verifier.verify(saved);
@@ -93,6 +95,7 @@ function reuseOrIssueDemoKey(): string {
   } finally {
     verifier.close();
     revocations.close();
+    keyChanges.close();
   }
 }
 

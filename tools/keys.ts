@@ -16,6 +16,10 @@ import { ensureKeyPair, listKeyPairs, retireKeyPair, rotateKeyPair } from "../ke
 import { formatKeyTable, formatTable, listKeys } from "../keys/list.ts";
 import { readIssued, readRevoked } from "../keys/registry.ts";
 import { revokeKey } from "../keys/revoke.ts";
+import { rollKey } from "../keys/roll.ts";
+import { setPlan } from "../keys/set-plan.ts";
+import { syncKeys } from "../keys/sync.ts";
+import { formatUsage, keyUsage, lastUses } from "../keys/usage.ts";
 
 const USAGE = `usage: npm run -s keys -- <command>
 
@@ -24,7 +28,17 @@ const USAGE = `usage: npm run -s keys -- <command>
         [--expires-in 30d|12h|15m|2s] [--name TEXT]
                         print a new key, alone, on stdout (limits: enterprise only, both required)
   revoke KEY_OR_KEY_ID  refuse the key on every gateway (file; and Redis when REDIS_URL is set)
-  list [--json]         issued keys: id, name, plan, limits, expiry, revoked (never the keys)
+  set-plan KEY_OR_ID --plan free|pro|business|enterprise [--per-minute N --per-day N]
+                        change the key's plan or limits in place, on every gateway from its
+                        next request; its counts carry over
+  roll KEY_OR_ID [--grace 24h|15m|0s]
+                        print a new key, alone: same key id, name, plan and counts; the old one
+                        works until the grace period ends, then gets 401
+  usage KEY_OR_ID [--json]
+                        plan and limits in force, used and remaining per window, ban, last use
+  sync                  publish KEYS_DIR's revocations and plan changes to Redis again
+  list [--json]         issued keys: id, name, plan in force, limits, expiry, revoked, rolls,
+                        last use (never the keys)
   rotate                add a signing pair and sign with it; keys of the old one keep verifying
   retire KID            remove a signing pair; the keys it signed stop verifying
   pairs [--json]        signing pairs
@@ -107,10 +121,56 @@ const commands: Record<string, (args: string[], config: () => KeysConfig) => voi
     out(`${r.alreadyRevoked ? "already revoked" : "revoked"} ${r.keyId} (${where})\n`);
   },
 
-  list(args, config) {
+  async "set-plan"(args, config) {
+    const { values, positionals } = parse(
+      args,
+      { plan: { type: "string" }, "per-minute": { type: "string" }, "per-day": { type: "string" } },
+      ["KEY_OR_ID"],
+    );
+    const { KEYS_DIR, REDIS_URL } = config();
+    const r = await setPlan(KEYS_DIR, positionals[0]!, {
+      plan: plan(values.plan as string | undefined),
+      perMinute: positiveInt("--per-minute", values["per-minute"] as string | undefined),
+      perDay: positiveInt("--per-day", values["per-day"] as string | undefined),
+      redisUrl: REDIS_URL,
+    });
+    const where = r.redis ? "key-changes.json and Redis: every gateway from the key's next request" : "key-changes.json; REDIS_URL not set: gateways apply it within about a second";
+    out(`${r.keyId} now on plan ${r.plan} (${r.perMinute}/minute, ${r.perDay}/day) (${where})\n`);
+  },
+
+  async roll(args, config) {
+    const { values, positionals } = parse(args, { grace: { type: "string" } }, ["KEY_OR_ID"]);
+    const grace = values.grace as string | undefined;
+    const { KEYS_DIR, REDIS_URL } = config();
+    const r = await rollKey(KEYS_DIR, positionals[0]!, {
+      ...(grace === undefined ? {} : { graceSeconds: grace === "0" || grace === "0s" ? 0 : parseDuration(grace, "--grace") }),
+      redisUrl: REDIS_URL,
+    });
+    out(`${r.key}\n`);
+    note(`rolled ${r.keyId} (generation ${r.generation}); the keys it replaces work until ${new Date(r.graceUntil * 1000).toISOString()}`);
+    if (r.redisError) throw new KeysError(r.redisError);
+  },
+
+  async usage(args, config) {
+    const { values, positionals } = parse(args, { json: { type: "boolean" } }, ["KEY_OR_ID"]);
+    const { KEYS_DIR, REDIS_URL } = config();
+    const u = await keyUsage(KEYS_DIR, positionals[0]!, { redisUrl: REDIS_URL });
+    out(values.json ? `${JSON.stringify(u)}\n` : formatUsage(u));
+  },
+
+  async sync(args, config) {
+    parse(args, {}, []);
+    const { KEYS_DIR, REDIS_URL } = config();
+    if (!REDIS_URL) throw new UsageError("sync publishes to Redis: set REDIS_URL");
+    const r = await syncKeys(KEYS_DIR, { redisUrl: REDIS_URL });
+    out(`published ${r.revocations} revocation(s) and ${r.changes} key change(s) to Redis\n`);
+  },
+
+  async list(args, config) {
     const { values } = parse(args, { json: { type: "boolean" } }, []);
-    const dir = config().KEYS_DIR;
-    const keys = listKeys(dir);
+    const { KEYS_DIR: dir, REDIS_URL } = config();
+    const ids = listKeys(dir).map((k) => k.keyId);
+    const keys = listKeys(dir, { lastUses: await lastUses(dir, ids, REDIS_URL) });
     if (values.json) out(`${JSON.stringify(keys, null, 2)}\n`);
     else if (keys.length === 0) out(`no keys issued in ${dir}\n`);
     else out(formatKeyTable(keys));

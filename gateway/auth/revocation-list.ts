@@ -1,5 +1,5 @@
-import { statSync } from "node:fs";
 import { readRevokedFile, revokedFilePath } from "../../lib/api-key-format.ts";
+import { watchPolledFile } from "./polled-file.ts";
 
 /**
  * Revoked key ids as `npm run keys -- revoke` records them in KEYS_DIR/revoked.json. This is
@@ -17,40 +17,17 @@ export interface WatchedRevocations extends RevocationList {
 }
 
 /**
- * Watches KEYS_DIR/revoked.json: a stat every `pollMs` (default 1 s), a read only when the
- * file changed. A file that cannot be parsed keeps the previous list (fail closed) and is
- * retried at the next poll; a deleted file clears the list.
+ * Watches KEYS_DIR/revoked.json (watchPolledFile): a corrupt file keeps the previous list, a
+ * deleted file clears it.
  */
 export function watchRevocations(opts: { keysDir: string; pollMs?: number }): WatchedRevocations {
-  const file = revokedFilePath(opts.keysDir);
-  let revoked = new Set<string>();
-  let seen = "";
-
-  const refresh = () => {
-    let version: string;
-    try {
-      const st = statSync(file);
-      version = `${st.ino}:${st.size}:${st.mtimeMs}`;
-    } catch {
-      version = "absent";
-    }
-    if (version === seen) return;
-    try {
-      revoked = new Set(Object.keys(readRevokedFile(opts.keysDir).revoked));
-      seen = version;
-    } catch {
-      // Half-written or corrupt: keep what we had, look again next time.
-    }
-  };
-
-  refresh();
-  const timer = setInterval(refresh, opts.pollMs ?? 1_000);
-  timer.unref();
-  return {
-    isRevoked: (keyId) => revoked.has(keyId),
-    refresh,
-    close: () => clearInterval(timer),
-  };
+  const file = watchPolledFile({
+    file: revokedFilePath(opts.keysDir),
+    read: () => new Set(Object.keys(readRevokedFile(opts.keysDir).revoked)),
+    empty: new Set<string>(),
+    ...(opts.pollMs ? { pollMs: opts.pollMs } : {}),
+  });
+  return { isRevoked: (keyId) => file.current().has(keyId), refresh: file.refresh, close: file.close };
 }
 
 /** A list that revokes nothing (tests, or a gateway relying on Redis alone). */

@@ -13,6 +13,7 @@ import type { BanPolicy, LimiterStore } from "./limiter.ts";
 import { createMemoryStore } from "./memory-store.ts";
 import { startPresence, type PresenceOptions } from "./presence.ts";
 import { createRedisStore } from "./redis-store.ts";
+import { publishUsage } from "./usage-file.ts";
 import type { Clock } from "../../lib/clock.ts";
 
 export interface LimiterOptions {
@@ -28,6 +29,8 @@ export interface LimiterOptions {
   redis?: RedisClientOptions;
   /** Heartbeat settings (tests shorten them). */
   presence?: Pick<PresenceOptions, "intervalMs" | "ttlMs" | "id">;
+  /** Without Redis: KEYS_DIR, where the API keys' usage is published for `keys usage` (usage-file.ts). */
+  usageDir?: string;
   /** After a Redis node fails, how long its subjects are decided from memory before trying it again (default 1 s). */
   probeIntervalMs?: number;
 }
@@ -53,12 +56,21 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   const memory = () =>
     createMemoryStore({ ban: opts.ban, clock: opts.clock, ...(opts.maxSubjects ? { maxSubjects: opts.maxSubjects } : {}) });
   if (!opts.redisUrl) {
-    return Object.assign(memory(), {
+    const store = memory();
+    const stopPublishing = opts.usageDir
+      ? publishUsage({ store, keysDir: opts.usageDir, clock: opts.clock, logger: opts.logger })
+      : () => {};
+    const closeStore = store.close;
+    return Object.assign(store, {
       mode: "memory" as const,
       outage: () => "none" as const,
       nodesInFallback: () => [],
       liveReplicas: () => 1,
       ready: async () => true,
+      async close() {
+        stopPublishing();
+        await closeStore();
+      },
     });
   }
 

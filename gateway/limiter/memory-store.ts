@@ -31,6 +31,13 @@ export interface MemoryStore extends LimiterStore {
   record(subject: string, windows: readonly WindowLimit[]): void;
   /** Revokes a subject in this process (the Redis store reads the keys CLI's `revoked` key instead). */
   revoke(subject: string): void;
+  /**
+   * Every tracked subject whose name starts with `prefix`: its buckets per window length, ban end
+   * and last admission (usage-file.ts publishes the API keys' for `keys usage`).
+   */
+  subjectsWith(prefix: string): Iterable<[string, SubjectUsage]>;
+  /** Grows on every hit and record: whether anything changed since it was last read. */
+  version(): number;
   /** Tracked subjects and buckets, for bounded-memory checks and metrics. */
   size(): { subjects: number; buckets: number };
   /** Buckets held for one subject (all windows). */
@@ -39,6 +46,14 @@ export interface MemoryStore extends LimiterStore {
 
 interface SubjectState extends BanState {
   windows: Map<number, WindowCounter>;
+  lastUsedMs?: number;
+}
+
+export interface SubjectUsage {
+  /** Window length in seconds → its counted buckets, oldest first. */
+  windows: ReadonlyMap<number, readonly { index: number; count: number }[]>;
+  banUntilMs: number;
+  lastUsedMs: number | undefined;
 }
 
 /** Expired subjects examined (at the LRU end) per request; keeps eviction amortised O(1). */
@@ -51,6 +66,7 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
   // Map iteration order is insertion order: re-inserting on every hit makes it an LRU list.
   const subjects = new Map<string, SubjectState>();
   const revoked = new Set<string>();
+  let changes = 0;
 
   const expiresAt = (s: SubjectState, nowMs: number): number =>
     Math.max(
@@ -103,6 +119,7 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     const refused = counters.map((c, i) => c.total + 1 > limits[i]!.limit);
     if (!refused.includes(true)) {
       for (const c of counters) c.add(nowMs);
+      state.lastUsedMs = nowMs;
       return answer("admitted");
     }
     const retryAtMs = Math.max(
@@ -116,12 +133,14 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     async hit(subject, limits) {
       validateWindows(limits);
       const nowMs = clock();
+      changes++;
       const decision = decide(subject, limits, nowMs);
       sweep(nowMs);
       return decision;
     },
     record(subject, limits) {
       const nowMs = clock();
+      changes++;
       for (const counter of countersOf(stateOf(subject), limits, nowMs)) counter.add(nowMs);
       sweep(nowMs);
     },
@@ -131,6 +150,14 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     revoke(subject) {
       revoked.add(subject);
     },
+    *subjectsWith(prefix) {
+      for (const [subject, s] of subjects) {
+        if (!subject.startsWith(prefix)) continue;
+        const windows = new Map([...s.windows].map(([seconds, counter]) => [seconds, counter.buckets]));
+        yield [subject, { windows, banUntilMs: s.banUntilMs, lastUsedMs: s.lastUsedMs }];
+      }
+    },
+    version: () => changes,
     size() {
       let buckets = 0;
       for (const s of subjects.values()) for (const w of s.windows.values()) buckets += w.buckets.length;

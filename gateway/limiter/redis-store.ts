@@ -6,12 +6,12 @@
  */
 import { readFileSync } from "node:fs";
 import type { Cluster, Redis } from "ioredis";
+import { bucketMsFor } from "../../lib/window-buckets.ts";
 import { KEY_RECORD_TTL_SECONDS, redisKey, type SubjectPart } from "../../lib/redis-keys.ts";
 import { PLAN_NAMES, type PlanName } from "../../lib/api-key-format.ts";
 import type { BanPolicy, Decision, LimiterStore, WindowLimit } from "./limiter.ts";
 import {
   assembleDecision,
-  bucketMsFor,
   MAX_BAN_SECONDS,
   OFFENCE_MEMORY_MS,
   OUTCOME_CODES,

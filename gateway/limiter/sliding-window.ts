@@ -11,26 +11,15 @@
  * stops counting at its expiry (i+1)·b + W.
  */
 import type { PlanName } from "../../lib/api-key-format.ts";
+import { bucketExpiry, bucketMsFor, firstCountedBucket } from "../../lib/window-buckets.ts";
 import type { BanPolicy, Decision, Outcome, WindowLimit, WindowResult } from "./limiter.ts";
 
-export const BUCKETS_PER_WINDOW = 60;
 /** Escalated bans never exceed a day. */
 export const MAX_BAN_SECONDS = 86_400;
 /** Offences are remembered this long after a ban ends; a new ban within it escalates. */
 export const OFFENCE_MEMORY_MS = 86_400_000;
 
 export const OUTCOME_CODES: readonly Outcome[] = ["admitted", "limited", "banned", "revoked", "rolled"];
-
-export const bucketMsFor = (windowSeconds: number): number =>
-  Math.ceil((windowSeconds * 1000) / BUCKETS_PER_WINDOW);
-
-/** Index of the oldest bucket still counted at `nowMs`. */
-export const firstCountedBucket = (nowMs: number, windowMs: number, bucketMs: number): number =>
-  Math.floor((nowMs - windowMs) / bucketMs);
-
-/** The instant bucket `index` stops counting. */
-export const bucketExpiry = (index: number, windowMs: number, bucketMs: number): number =>
-  (index + 1) * bucketMs + windowMs;
 
 /** Length of the ban for the n-th offence (1-based): seconds × 2^(n−1), capped at a day. */
 export const banLengthMs = (policy: BanPolicy, offences: number): number =>

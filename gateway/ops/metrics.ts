@@ -9,7 +9,7 @@ export interface GatewayMetrics {
   registry: Registry;
   httpRequests: Counter<"route" | "method" | "status">;
   httpDuration: Histogram<"route" | "method" | "status">;
-  limiterDecisions: Counter<"outcome">;
+  limiterDecisions: Counter<"plan" | "outcome">;
   redisFaults: Counter;
   limiterFallback: Gauge;
   grpcDuration: Histogram<"method" | "code">;
@@ -44,8 +44,8 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
     }),
     limiterDecisions: new Counter({
       name: "gateway_limiter_decisions_total",
-      help: "Rate-limiter decisions by outcome (admitted, limited, banned, revoked).",
-      labelNames: ["outcome"],
+      help: "Rate-limiter decisions by plan in force (free, pro, business, enterprise; anonymous without a valid key) and outcome (admitted, limited, banned, revoked, rolled, unavailable).",
+      labelNames: ["plan", "outcome"],
       registers,
     }),
     redisFaults: new Counter({

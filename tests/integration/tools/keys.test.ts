@@ -91,7 +91,7 @@ describe("keys CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
         expect(json).not.toContain(part);
       }
     }
-    expect(table).toMatch(/^ID +NAME +PLAN +LIMITS +SIGNED BY +CREATED +EXPIRES +REVOKED\n/);
+    expect(table).toMatch(/^ID +NAME +PLAN +LIMITS +SIGNED BY +CREATED +EXPIRES +REVOKED +ROLLED +LAST USED\n/);
     expect(table).toContain("Ada Lovelace");
     expect(table).toContain("7/min 70/day");
     expect(JSON.parse(json).map((k: { keyId: string }) => k.keyId)).toEqual([tokenPayload(a).sub, tokenPayload(b).sub]);

@@ -14,7 +14,7 @@ describe("listKeys", () => {
     const a = issueKey(keysDir(), { plan: "enterprise", perMinute: 9, perDay: 99, expiresInSeconds: 60, name: "Acme", now: NOW });
     const b = issueKey(keysDir(), { plan: "free", now: NOW });
     addRevocation(keysDir(), String(tokenPayload(b).sub), null, NOW / 1000 + 5);
-    const keys = listKeys(keysDir(), NOW + 60_000);
+    const keys = listKeys(keysDir(), { nowMs: NOW + 60_000 });
     expect(keys).toEqual([
       {
         keyId: tokenPayload(a).sub,
@@ -27,6 +27,10 @@ describe("listKeys", () => {
         expiresAt: "2030-01-01T00:01:00Z",
         expired: true,
         revokedAt: null,
+        planChangedAt: null,
+        rolls: 0,
+        rolledAt: null,
+        lastUsedAt: null,
       },
       {
         keyId: tokenPayload(b).sub,
@@ -39,10 +43,14 @@ describe("listKeys", () => {
         expiresAt: null,
         expired: false,
         revokedAt: "2030-01-01T00:00:05Z",
+        planChangedAt: null,
+        rolls: 0,
+        rolledAt: null,
+        lastUsedAt: null,
       },
     ]);
     const table = formatKeyTable(keys);
-    expect(table.split("\n")[0]).toMatch(/^ID +NAME +PLAN +LIMITS +SIGNED BY +CREATED +EXPIRES +REVOKED$/);
+    expect(table.split("\n")[0]).toMatch(/^ID +NAME +PLAN +LIMITS +SIGNED BY +CREATED +EXPIRES +REVOKED +ROLLED +LAST USED$/);
     expect(table).toContain("9/min 99/day");
     expect(table).toContain("2030-01-01T00:01:00Z (expired)");
     for (const token of [a, b]) expect(table).not.toContain(token.split(".")[2]);

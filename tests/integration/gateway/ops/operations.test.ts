@@ -58,7 +58,7 @@ describe("metrics", () => {
     await fetch(`${gateway.url}/v1/pets/123456`, { headers: auth() });
     const text = await (await fetch(`${gateway.url}/metrics`)).text();
     expect(text).toMatch(/gateway_http_requests_total\{route="\/v1\/pets\/:petId",method="GET",status="404"\} 1/);
-    expect(text).toMatch(/gateway_limiter_decisions_total\{outcome="admitted"\} [1-9]/);
+    expect(text).toMatch(/gateway_limiter_decisions_total\{plan="[a-z]+",outcome="admitted"\} [1-9]/);
     expect(text).toMatch(/gateway_grpc_client_duration_seconds_count\{method="GetPet",code="NOT_FOUND"\} 1/);
     expect(text).toMatch(/process_cpu_seconds_total/);
     expect((await fetch(`${gateway.url}/v1/metrics`, { headers: auth() })).status).toBe(404);

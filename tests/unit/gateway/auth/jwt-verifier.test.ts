@@ -66,6 +66,7 @@ describe("genuine keys", () => {
       keyId: tokenPayload(token).sub,
       plan: "business",
       expiresAt: Math.floor(T0 / 1000) + 3600,
+      generation: 0,
     });
   });
 
@@ -75,7 +76,7 @@ describe("genuine keys", () => {
   });
 
   it("hand-crafted with our key and good claims verifies (the forgeries below differ only as stated)", () => {
-    expect(verifier.verify(signed(goodClaims()))).toEqual({ keyId: "key_0123456789abcdef", plan: "pro" });
+    expect(verifier.verify(signed(goodClaims()))).toEqual({ keyId: "key_0123456789abcdef", plan: "pro", generation: 0 });
   });
 
   it("without expiry verify at any time", () => {

@@ -1,7 +1,9 @@
+import { execFile } from "node:child_process";
 import { createHmac, sign, type KeyObject } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import { redisKey, subjectForKey } from "../lib/redis-keys.ts";
@@ -61,4 +63,24 @@ export function useRevocationRedis() {
       return { value: await client.get(key), ttl: await client.ttl(key) };
     },
   };
+}
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * `npm run keys -- ...` as a real process (tools/keys.ts on this runtime), from the repo root,
+ * against `keysDir` only: never the developer's or CI's Redis unless `env` names one.
+ */
+export function runKeysCli(keysDir: string, args: readonly string[], env: Record<string, string> = {}): Promise<CliRun> {
+  const { REDIS_URL: _never, ...inherited } = process.env;
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+  return new Promise((resolve) => {
+    execFile(process.execPath, ["tools/keys.ts", ...args], { cwd: root, env: { ...inherited, KEYS_DIR: keysDir, ...env } }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
+    );
+  });
 }

@@ -87,3 +87,27 @@ export async function withRedisClient<T>(port: number, fn: (client: Redis) => Pr
     client.disconnect();
   }
 }
+
+/**
+ * Records, with MONITOR, the commands clients send while `fn` runs; commands that scripts run
+ * inside Redis (source "lua") are not requests and are left out, and so are those `only` refuses.
+ */
+export async function clientCommands(admin: Redis, fn: () => Promise<void>, only?: (args: string[]) => boolean): Promise<string[]> {
+  const monitor = await admin.monitor();
+  const seen: string[] = [];
+  const marker = `end-${Math.random()}`;
+  const done = new Promise<void>((resolve) =>
+    monitor.on("monitor", (_time: string, args: string[], source: string) => {
+      if (args[1] === marker) resolve();
+      else if (source !== "lua" && (!only || only(args))) seen.push(args[0]!.toLowerCase());
+    }),
+  );
+  try {
+    await fn();
+    await admin.echo(marker);
+    await done;
+  } finally {
+    monitor.disconnect();
+  }
+  return seen;
+}

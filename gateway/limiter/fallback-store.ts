@@ -145,7 +145,7 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   }
 
   return {
-    async hit(subject, windows) {
+    async hit(subject, windows, key) {
       if (!isPrimaryReady()) {
         if (!down.has(ALL)) markDown(ALL, 0, new Error("redis client not ready"));
         return fromMemory(subject, windows);
@@ -154,7 +154,7 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
       const node = down.size > 0 ? nodeOf(subject) : undefined;
       if (node !== undefined && clock() < (down.get(node) ?? 0)) return fromMemory(subject, windows);
       try {
-        const decision = await primary.hit(subject, windows);
+        const decision = await primary.hit(subject, windows, key);
         if (node !== undefined) {
           recovered(ALL);
           recovered(node);

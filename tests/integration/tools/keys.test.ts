@@ -9,26 +9,13 @@ import { AuthError, readRevokedFile } from "../../../lib/api-key-format.ts";
 import { createKeyVerifier } from "../../../gateway/auth/jwt-verifier.ts";
 import { NO_REVOCATIONS } from "../../../gateway/auth/revocation-list.ts";
 import { freePort } from "../../../testkit/net.ts";
-import { tokenPayload, useRevocationRedis, useTempKeysDir } from "../../../testkit/keys.ts";
+import { runKeysCli, tokenPayload, useRevocationRedis, useTempKeysDir, type CliRun } from "../../../testkit/keys.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const keysDir = useTempKeysDir();
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** `npm run keys -- ...` as a real process, from the repo root, against the test's KEYS_DIR only. */
-function keys(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const { REDIS_URL: _never, ...inherited } = process.env; // never the developer's or CI's Redis
-  return new Promise((resolve) => {
-    execFile(process.execPath, ["tools/keys.ts", ...args], { cwd: ROOT, env: { ...inherited, KEYS_DIR: keysDir(), ...env } }, (err, stdout, stderr) =>
-      resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
-    );
-  });
-}
+/** `npm run keys -- ...` as a real process against the test's KEYS_DIR only. */
+const keys = (args: string[], env: Record<string, string> = {}): Promise<CliRun> => runKeysCli(keysDir(), args, env);
 
 async function ok(args: string[], env?: Record<string, string>): Promise<string> {
   const run = await keys(args, env);
@@ -180,7 +167,7 @@ describe("keys CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it("without KEYS_DIR, keeps keys in data/keys (never in the source tree); an older checkout's keys/ is still used, with one line saying how to move it", async () => {
     const { KEYS_DIR: _unset, REDIS_URL: _never, ...inherited } = process.env;
     const run = (cwd: string, ...args: string[]) =>
-      new Promise<Run>((resolve) =>
+      new Promise<CliRun>((resolve) =>
         execFile(process.execPath, [path.join(ROOT, "tools/keys.ts"), ...args], { cwd, env: inherited }, (err, stdout, stderr) =>
           resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
         ),

@@ -19,7 +19,7 @@ import { createRedisClient, isRedisReady, parseRedisUrl } from "../../../../lib/
 import { createRedisStore } from "../../../../gateway/limiter/redis-store.ts";
 import { redisKey } from "../../../../lib/redis-keys.ts";
 import { freePort } from "../../../../testkit/net.ts";
-import { startRedis, type PrivateRedis } from "../../../../testkit/redis-server.ts";
+import { clientCommands, startRedis, type PrivateRedis } from "../../../../testkit/redis-server.ts";
 
 const BAN = { after: 1000, seconds: 900 };
 const SEC = 1000;
@@ -34,30 +34,6 @@ async function readyClient(url: string, opts: Parameters<typeof createRedisClien
   const client = createRedisClient(url, opts) as Redis;
   if (client.status !== "ready") await new Promise((resolve) => client.once("ready", resolve));
   return client;
-}
-
-/**
- * Records, with MONITOR, the commands clients send while `fn` runs; commands that scripts run
- * inside Redis (source "lua") are not requests and are left out.
- */
-async function clientCommands(admin: Redis, fn: () => Promise<void>): Promise<string[]> {
-  const monitor = await admin.monitor();
-  const seen: string[] = [];
-  const marker = `end-${Math.random()}`;
-  const done = new Promise<void>((resolve) =>
-    monitor.on("monitor", (_time: string, args: string[], source: string) => {
-      if (args[1] === marker) resolve();
-      else if (source !== "lua") seen.push(args[0]!.toLowerCase());
-    }),
-  );
-  try {
-    await fn();
-    await admin.echo(marker);
-    await done;
-  } finally {
-    monitor.disconnect();
-  }
-  return seen;
 }
 
 function collectingLogger() {

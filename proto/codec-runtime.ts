@@ -249,6 +249,15 @@ export function readString(): string {
   return value;
 }
 
+/**
+ * One entry of a decoded map<string, …>: an own property even for the key "__proto__", which
+ * a plain assignment would take as the object's prototype (and lose the entry).
+ */
+export function setEntry(map: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") Object.defineProperty(map, key, { value, enumerable: true, writable: true, configurable: true });
+  else map[key] = value;
+}
+
 /** A byte string: a view of the input, as protobufjs gives it (no copy). */
 export function readBytes(): Buffer {
   const length = readUint32();

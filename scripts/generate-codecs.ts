@@ -140,7 +140,7 @@ function messageCode(type: protobuf.Type): string {
       defaults.push(`${key}: {}`);
       shape.push(`${key}: Record<string, string>`);
       init.push(`${key}?: Record<string, string> | null`);
-      cases.push(`      case ${f.id}: { const outer = enterMessage(); let k = "", s = ""; while (more()) { const e = readUint32(); if (e === 10) k = readString(); else if (e === 18) s = readString(); else skipField(e & 7); } d[${key}][k] = s; leaveMessage(outer); break; }`);
+      cases.push(`      case ${f.id}: { const outer = enterMessage(); let k = "", s = ""; while (more()) { const e = readUint32(); if (e === 10) k = readString(); else if (e === 18) s = readString(); else skipField(e & 7); } setEntry(d[${key}], k, s); leaveMessage(outer); break; }`);
       continue;
     }
     if (f.resolvedType instanceof protobuf.Type) {

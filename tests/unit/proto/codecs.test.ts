@@ -155,6 +155,14 @@ describe.each(Object.keys(GOOGLE_MESSAGES))("%s", (name) => {
   agreesWithProtoLoader("message", GOOGLE_MESSAGES[name]!.ours, theirs, GOOGLE_MESSAGES[name]!.arbitrary);
 });
 
+it("decodes a map entry whose key is __proto__ as an own entry, as proto-loader does (fast-check found it lost)", () => {
+  const theirs = googleRpc["google.rpc.ErrorInfo"] as protoLoader.MessageTypeDefinition<object, object>;
+  const bytes = theirs.serialize({ reason: "r", metadata: JSON.parse('{"__proto__": "x", "a": "b"}') });
+  const decoded = GOOGLE_RPC.google_rpc_ErrorInfo.decode(bytes);
+  expect(decoded).toStrictEqual(theirs.deserialize(bytes));
+  expect(Object.keys(decoded.metadata)).toEqual(["__proto__", "a"]);
+});
+
 describe("the generated codecs on the service definition", () => {
   it("replace the four (de)serializers of every PetService method and keep the rest", () => {
     const swapped = withGeneratedCodecs(definition)[PET_SERVICE_NAME] as protoLoader.ServiceDefinition;

@@ -29,11 +29,10 @@ export interface RedisServerOptions {
 }
 
 export async function startRedis(opts: RedisServerOptions = {}): Promise<PrivateRedis> {
-  const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), "petstore-redis-"));
   const handle: PrivateRedis = {
-    port,
-    url: `redis://127.0.0.1:${port}`,
+    port: 0,
+    url: "",
     process: undefined as unknown as ChildProcess,
     async kill() {
       await killAndWait(handle.process, "SIGKILL");
@@ -43,21 +42,33 @@ export async function startRedis(opts: RedisServerOptions = {}): Promise<Private
         "redis-server",
         [
           ...(opts.configFile ? [opts.configFile] : []),
-          "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", "", "--dir", dir,
+          "--port", String(handle.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", "", "--dir", dir,
           ...(opts.args ?? []),
         ],
         { stdio: "ignore" },
       );
-      await waitForPing(port);
+      await waitForOwnServer(handle.process, handle.port);
     },
     async stop() {
       await killAndWait(handle.process, "SIGTERM");
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await handle.start();
-  return handle;
+  // A port free a moment ago may be taken by another test's server before ours binds it: then
+  // ours exits, and the test must get a port of its own, never talk to (or flush) the other's.
+  for (let attempt = 1; ; attempt++) {
+    handle.port = await freePort();
+    handle.url = `redis://127.0.0.1:${handle.port}`;
+    try {
+      await handle.start();
+      return handle;
+    } catch (err) {
+      if (!(err instanceof PortTaken) || attempt === 5) throw err;
+    }
+  }
 }
+
+class PortTaken extends Error {}
 
 async function killAndWait(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
@@ -67,13 +78,13 @@ async function killAndWait(child: ChildProcess, signal: NodeJS.Signals): Promise
   });
 }
 
-async function waitForPing(port: number): Promise<void> {
-  await until(
-    `redis-server on port ${port} answers PING`,
-    async () => (await withRedisClient(port, (c) => c.ping()).catch(() => undefined)) === "PONG",
-    10_000,
-    50,
-  );
+/** Waits until the redis-server on `port` is `child` (INFO's process_id), or throws PortTaken once `child` exits. */
+async function waitForOwnServer(child: ChildProcess, port: number): Promise<void> {
+  const serverPid = (info: string) => Number(/^process_id:(\d+)/m.exec(info)?.[1]);
+  await until(`redis-server on port ${port} answers`, async () => {
+    if (child.exitCode !== null || child.signalCode !== null) throw new PortTaken(`redis-server could not listen on ${port}`);
+    return (await withRedisClient(port, (c) => c.info("server")).then(serverPid, () => undefined)) === child.pid;
+  }, 10_000, 50);
 }
 
 /** Runs `fn` with a one-off connection to the redis-server on `port` (admin commands; no retries). */

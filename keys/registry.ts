@@ -1,4 +1,5 @@
-import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
+import { appendFileSync, mkdirSync } from "node:fs";
+import { readOptionalFile } from "../lib/optional-file.ts";
 import { z } from "zod";
 import { issuedFilePath, PLAN_NAMES, readRevokedFile, revokedFilePath, type RevokedFile } from "../lib/api-key-format.ts";
 import { KeysError } from "./errors.ts";
@@ -31,13 +32,7 @@ export function appendIssued(keysDir: string, record: IssuedKey): void {
 
 export function readIssued(keysDir: string): IssuedKey[] {
   const file = issuedFilePath(keysDir);
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw err;
-  }
+  const text = readOptionalFile(file) ?? "";
   return text
     .split("\n")
     .flatMap((line, i) => {

@@ -16,6 +16,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import jwt from "jsonwebtoken";
 import { z } from "zod";
+import { readOptionalFile } from "./optional-file.ts";
 
 export const PLAN_NAMES = ["free", "pro", "business", "enterprise"] as const;
 export type PlanName = (typeof PLAN_NAMES)[number];
@@ -205,10 +206,6 @@ export function parseRevokedFile(text: string): RevokedFile {
 
 /** Reads revoked.json; a missing file is an empty list. */
 export function readRevokedFile(keysDir: string): RevokedFile {
-  try {
-    return parseRevokedFile(readFileSync(revokedFilePath(keysDir), "utf8"));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { revoked: Object.create(null) as RevokedFile["revoked"] };
-    throw err;
-  }
+  const text = readOptionalFile(revokedFilePath(keysDir));
+  return text === undefined ? { revoked: Object.create(null) as RevokedFile["revoked"] } : parseRevokedFile(text);
 }

@@ -11,9 +11,9 @@
  *       "rolledAt": 1790003600 } } }
  * Times are Unix seconds.
  */
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { readOptionalFile } from "./optional-file.ts";
 import { PLAN_NAMES, type ApiKey, type PlanName } from "./api-key-format.ts";
 
 const positiveInt = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
@@ -43,12 +43,8 @@ export const parseKeyChanges = (text: string): KeyChanges => keyChangesSchema.pa
 
 /** Reads key-changes.json; a missing file is no change at all. Throws on a corrupt file. */
 export function readKeyChanges(keysDir: string): KeyChanges {
-  try {
-    return parseKeyChanges(readFileSync(keyChangesFilePath(keysDir), "utf8"));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { keys: Object.create(null) as KeyChanges["keys"] };
-    throw err;
-  }
+  const text = readOptionalFile(keyChangesFilePath(keysDir));
+  return text === undefined ? { keys: Object.create(null) as KeyChanges["keys"] } : parseKeyChanges(text);
 }
 
 /** The plan and limits a set-plan put in force, if any. */

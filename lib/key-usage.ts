@@ -8,9 +8,9 @@
  *       "bannedUntil": 0, "lastUsedAt": 1790000000100 } } }
  * Times are Unix milliseconds; buckets as lib/window-buckets.ts defines them.
  */
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { readOptionalFile } from "./optional-file.ts";
 
 const bucketsSchema = z.array(z.tuple([z.number().int(), z.number().int().nonnegative()]));
 
@@ -34,10 +34,6 @@ export const usageFilePath = (keysDir: string): string => path.join(keysDir, "us
 
 /** Reads usage.json; undefined when no gateway published one. Throws on a corrupt file. */
 export function readUsageFile(keysDir: string): UsageFile | undefined {
-  try {
-    return usageFileSchema.parse(JSON.parse(readFileSync(usageFilePath(keysDir), "utf8")));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
+  const text = readOptionalFile(usageFilePath(keysDir));
+  return text === undefined ? undefined : usageFileSchema.parse(JSON.parse(text));
 }

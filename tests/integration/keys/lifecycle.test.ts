@@ -98,6 +98,10 @@ describe.each([
     expect(await ok("set-plan", token, "--plan", "pro")).toMatch(/now on plan pro \(300\/minute, 10000\/day\)/);
     const pro = await get(b, token);
     expect([pro.status, minuteLimit(pro), pro.headers.get("x-ratelimit-remaining")]).toEqual([200, "300", "294"]);
+    // Counted per plan in force: the 429 under the enterprise limits, then the pro request.
+    const metrics = await (await fetch(`${b.url}/metrics`)).text();
+    expect(metrics).toMatch(/gateway_limiter_decisions_total\{plan="enterprise",outcome="limited"\} [1-9]/);
+    expect(metrics).toMatch(/gateway_limiter_decisions_total\{plan="pro",outcome="admitted"\} [1-9]/);
 
     if (redis.single) {
       const commands = await clientCommands(redis.single, async () => {

@@ -9,7 +9,7 @@ import type { Limiter } from "../../../gateway/limiter/create-limiter.ts";
 import { tokenPayload } from "../../../testkit/keys.ts";
 import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
 import { startRedis, type PrivateRedis } from "../../../testkit/redis-server.ts";
-import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { createTestKeys, startRedisGateway, untilPastShares, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
 import { until } from "../../../testkit/until.ts";
 
 let pets: RunningPetService;
@@ -94,6 +94,7 @@ describe("two gateways, Redis killed", () => {
       await Promise.all([get(a.g, limit6()), get(b.g, limit6())]);
       return a.limiter.outage() === "none" && b.limiter.outage() === "none";
     });
+    await untilPastShares([a.g.url, b.g.url], limit6, 3);
     const key = limit6();
     const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => get(i % 2 ? a.g : b.g, key)));
     expect(responses.filter((r) => r.status === 200)).toHaveLength(6);

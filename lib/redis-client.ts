@@ -19,7 +19,10 @@ export interface RedisClientOptions {
   commandTimeoutMs?: number;
   /** TCP connect timeout (default 1000 ms). */
   connectTimeoutMs?: number;
-  /** Reconnect backoff cap (default 2000 ms); reconnection never stops. */
+  /**
+   * Reconnect backoff cap (default 200 ms, plus up to 50 ms of jitter): the gateway's limiter is
+   * back on Redis within about that long of its return. Reconnection never stops.
+   */
   maxReconnectDelayMs?: number;
   /** Connection errors are reported here (default: ignored; the fallback store logs outages). */
   onError?: (err: Error) => void;
@@ -69,7 +72,7 @@ export const redisUrl = z.string().superRefine((url, ctx) => {
 
 /** Creates the client for REDIS_URL: a Redis (single or Sentinel) or a Cluster. */
 export function createRedisClient(url: string, opts: RedisClientOptions = {}): Redis | Cluster {
-  const maxDelay = opts.maxReconnectDelayMs ?? 2000;
+  const maxDelay = opts.maxReconnectDelayMs ?? 200;
   // Exponential backoff from 50 ms, capped, with jitter; never gives up.
   const retryStrategy = (times: number): number =>
     Math.min(50 * 2 ** Math.min(times - 1, 16), maxDelay) + Math.floor(Math.random() * 50);

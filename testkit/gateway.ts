@@ -11,6 +11,7 @@ import { createLimiter, type Limiter, type LimiterOptions } from "../gateway/lim
 import { createGatewayMetrics, type GatewayMetrics } from "../gateway/ops/metrics.ts";
 import { ensureKeyPair, issueKey, type IssueOptions } from "../keys/index.ts";
 import type { Clock } from "../lib/clock.ts";
+import { until } from "./until.ts";
 
 /** A temporary KEYS_DIR with a signing pair, and a helper to issue keys into it. */
 export interface TestKeys {
@@ -121,4 +122,23 @@ export async function startRedisGateway(opts: { petServiceAddr: string; keysDir:
     limiter: (metrics) => (limiter = redisLimiter({ redisUrl: opts.redisUrl, presence: { intervalMs: 100 } })(metrics)),
   });
   return { gateway, limiter };
+}
+
+/**
+ * Resolves once every gateway admits more of a fresh key than its share of the limit (`share` + 1
+ * requests in a row): back on Redis after an outage, and past the while after it in which the
+ * share still caps (fallback-store.ts).
+ */
+export async function untilPastShares(urls: readonly string[], freshKey: () => string, share: number): Promise<void> {
+  await until("each gateway admits a key beyond its share again", async () => {
+    for (const url of urls) {
+      const key = freshKey();
+      for (let i = 0; i <= share; i++) {
+        const res = await fetch(`${url}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${key}` } });
+        await res.arrayBuffer();
+        if (res.status !== 200) return false;
+      }
+    }
+    return true;
+  });
 }

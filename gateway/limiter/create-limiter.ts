@@ -8,7 +8,7 @@ import { Cluster, type Redis } from "ioredis";
 import type { Logger } from "../../lib/logger.ts";
 import { createRedisClient, isRedisReady, whenReady, type RedisClientOptions } from "../../lib/redis-client.ts";
 import { subjectSlot } from "../../lib/redis-keys.ts";
-import { createFallbackStore, type FallbackMetrics, type Outage } from "./fallback-store.ts";
+import { createFallbackStore, DEFAULT_PROBE_INTERVAL_MS, type FallbackMetrics, type Outage } from "./fallback-store.ts";
 import type { BanPolicy, LimiterStore } from "./limiter.ts";
 import { createMemoryStore } from "./memory-store.ts";
 import { startPresence, type PresenceOptions } from "./presence.ts";
@@ -31,7 +31,7 @@ export interface LimiterOptions {
   presence?: Pick<PresenceOptions, "intervalMs" | "ttlMs" | "id">;
   /** Without Redis: KEYS_DIR, where the API keys' usage is published for `keys usage` (usage-file.ts). */
   usageDir?: string;
-  /** After a Redis node fails, how long its subjects are decided from memory before trying it again (default 1 s). */
+  /** After a Redis node fails, how long its subjects are decided from memory before trying it again (default 250 ms). */
   probeIntervalMs?: number;
 }
 
@@ -75,6 +75,7 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   }
 
   const redis = createRedisClient(opts.redisUrl, opts.redis);
+  const probeIntervalMs = opts.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
   const store = createFallbackStore({
     primary: createRedisStore({ redis, ban: opts.ban }),
     fallback: memory(),
@@ -89,28 +90,38 @@ export function createLimiter(opts: LimiterOptions): Limiter {
         }
       : {}),
     liveReplicas: () => presence.liveReplicas(),
-    ...(opts.probeIntervalMs ? { probeIntervalMs: opts.probeIntervalMs } : {}),
+    probeIntervalMs,
+    ...(opts.maxSubjects ? { maxSubjects: opts.maxSubjects } : {}),
   });
-  // A heartbeat Redis answered ends an outage even when no request comes (an unready replica gets
-  // none). On Cluster it also pings the nodes in fallback: one that failed a request and then gets
-  // none (its keys idle) would otherwise stay there, and the metric and alert with it. A node that
-  // does not answer, or that the client no longer connects to, may be one a failover replaced, in
-  // a slot map no request has refreshed (ioredis refreshes it on errors and redirects only):
-  // refresh it, so the store sees the node is gone.
-  const onBeat =
-    redis instanceof Cluster
-      ? () => {
-          store.primaryAnswered();
-          for (const node of store.nodesInFallback()) {
-            const client = redis.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node);
-            (client ? client.ping() : Promise.reject(new Error("no connection"))).then(
-              () => store.nodeAnswered(node),
-              () => redis.refreshSlotsCache(),
-            );
-          }
-        }
-      : store.primaryAnswered;
-  const presence = startPresence({ redis, logger: opts.logger, ...opts.presence, onBeat });
+  // The client's own word ends an outage as soon as it is ready again (the reconnect backoff is
+  // capped at 200 ms), folding what memory admitted, and starts one as its connection drops, so
+  // that a replica no request reached during the outage still holds back after it. A heartbeat
+  // Redis answered ends one too, even when no request comes (an unready replica gets none).
+  const answered = () => void store.primaryAnswered();
+  redis.on("ready", answered);
+  redis.on("close", store.primaryLost);
+  // The nodes in fallback are pinged every probe interval: one that failed a request and then gets
+  // none it may take (its keys idle, or refused by their share while leaving the outage) would
+  // otherwise stay there, and the metric and alert with it. On Cluster a node that does not
+  // answer, or that the client no longer connects to, may be one a failover replaced, in a slot
+  // map no request has refreshed (ioredis refreshes it on errors and redirects only): refresh it,
+  // so the store sees at once that the node is gone.
+  const probe = setInterval(() => {
+    const nodes = store.nodesInFallback();
+    if (!(redis instanceof Cluster)) {
+      if (nodes.length > 0) redis.ping().then(answered, () => {});
+      return;
+    }
+    for (const node of nodes) {
+      const client = redis.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node);
+      (client ? client.ping() : Promise.reject(new Error("no connection"))).then(
+        () => store.nodeAnswered(node),
+        () => redis.refreshSlotsCache(),
+      );
+    }
+  }, probeIntervalMs).unref();
+  if (redis instanceof Cluster) redis.on("refresh", () => void store.nodesChanged());
+  const presence = startPresence({ redis, logger: opts.logger, ...opts.presence, onBeat: answered });
   const closeStores = store.close;
   return Object.assign(store, {
     mode: "redis" as const,
@@ -118,6 +129,8 @@ export function createLimiter(opts: LimiterOptions): Limiter {
     liveReplicas: presence.liveReplicas,
     ready: async (timeoutMs: number) => (await whenReady(redis, timeoutMs)) && (await presence.beat()),
     async close() {
+      clearInterval(probe);
+      redis.off("close", store.primaryLost); // quitting is no outage
       await presence.close();
       await closeStores();
       await redis.quit().catch(() => redis.disconnect());

@@ -18,23 +18,43 @@
  * also recorded in memory, so what this replica admitted just before the outage counts against
  * its share. A share of 0 (a limit smaller than the number of replicas), or a replica count not
  * yet known, admits nothing: the decision is "unavailable" (503 with Retry-After), not a 429
- * the client earned. README (Reliability) says what this does and does not cover.
+ * the client earned.
+ *
+ * Leaving an outage admits no more than the limit either. What this replica admitted from memory
+ * is remembered per subject and window (fold-ledger.ts) and folded into Redis once the subject's
+ * node is back: before that subject's next decision there, and for every remembered subject as
+ * soon as the node is known to answer (the client ready again, the heartbeat, a ping, a slot map
+ * without the failed master), so idle subjects too. Replicas do not go back at the same instant
+ * (each within about 250 ms of the node serving: the reconnect backoff, the probe interval), and
+ * one that is back cannot see what another has not folded yet; so for `settleMs` (1 s) after an
+ * outage ends, and on a request that probes a node still marked down, a request is admitted only
+ * if this replica's share admits it too, taken with no fewer live replicas than when the outage
+ * ended. A request the share refuses does not ask Redis: the client's events, the heartbeat and
+ * the pings (create-limiter.ts) notice the return without it.
+ *
+ * A fold is never counted twice. One that Redis refused or the client never sent
+ * (FoldNotRunError) is kept for the next try; one whose reply was lost (a timeout) may have run,
+ * so it is dropped with a warning, and Redis may then miss those requests. A request whose
+ * decision timed out and which memory then admitted is folded: had the script run, Redis counts
+ * it twice (erring toward refusing). README (Reliability) says what all this does and does not cover.
  */
 import type { Counter, Gauge } from "prom-client";
 import type { Logger } from "../../lib/logger.ts";
 import type { Decision, LimiterStore, WindowLimit, WindowResult } from "./limiter.ts";
-import type { MemoryStore } from "./memory-store.ts";
+import { DEFAULT_MAX_SUBJECTS, type MemoryStore } from "./memory-store.ts";
+import { FoldNotRunError, type RedisStore } from "./redis-store.ts";
+import { createFoldLedger, type Unfolded } from "./fold-ledger.ts";
 import { systemClock, type Clock } from "../../lib/clock.ts";
 
 export interface FallbackMetrics {
-  /** Incremented on every failed Redis decision (and once when an outage is noticed from the client state). */
+  /** Incremented on every failed Redis decision or fold (and once when an outage is noticed from the client state). */
   faults: Pick<Counter, "inc">;
   /** 1 while any decision comes from memory, 0 otherwise. */
   fallbackActive: Pick<Gauge, "set">;
 }
 
 export interface FallbackStoreOptions {
-  primary: LimiterStore;
+  primary: Pick<RedisStore, "hit" | "fold" | "close">;
   fallback: Pick<MemoryStore, "hit" | "record" | "close">;
   logger: Logger;
   metrics?: FallbackMetrics;
@@ -46,9 +66,13 @@ export interface FallbackStoreOptions {
   isNode?: (node: string) => boolean;
   /** Live gateway replicas (presence.ts), undefined while unknown. Default 1: a lone gateway. */
   liveReplicas?: () => number | undefined;
-  /** After a node fails, how long its subjects are decided from memory before it is tried again (default 1000 ms). */
+  /** After a node fails, how long its subjects are decided from memory before it is tried again (default 250 ms). */
   probeIntervalMs?: number;
-  /** Time source for the probe interval and "unavailable" decisions (default the system clock). */
+  /** After an outage ends, how long this replica's share still caps what Redis admits (default 4 probe intervals). */
+  settleMs?: number;
+  /** Subjects whose admissions from memory are remembered until folded (default the memory store's bound). */
+  maxSubjects?: number;
+  /** Time source for the probe interval, the ledger and "unavailable" decisions (default the system clock). */
   clock?: Clock;
 }
 
@@ -60,18 +84,27 @@ export interface FallbackStore extends LimiterStore {
   /** The nodes whose subjects are decided from memory now. */
   nodesInFallback(): string[];
   /**
-   * Redis answered a command outside `hit` (the presence heartbeat): an outage of the whole client,
-   * or of the one node of an unsharded Redis, is over. Without it only a request ended an outage,
-   * and a replica that /readyz took out of rotation got none: it stayed unready after Redis returned.
+   * Redis answered outside `hit` (the heartbeat, the client ready again, a ping): an outage of the
+   * whole client, or of the one node of an unsharded Redis, is over. Without it only a request ended
+   * an outage, and a replica that /readyz took out of rotation got none: it stayed unready after
+   * Redis returned. Resolves once what memory admitted has been folded where it can be.
    */
-  primaryAnswered(): void;
-  /** One Cluster node answered a command outside `hit` (a ping): its outage is over. */
-  nodeAnswered(node: string): void;
+  primaryAnswered(): Promise<void>;
+  /** The client lost its connection: an outage, noticed before any request asks. */
+  primaryLost(): void;
+  /** One Cluster node answered outside `hit` (a ping): its outage is over. Resolves as primaryAnswered. */
+  nodeAnswered(node: string): Promise<void>;
+  /** The Cluster slot map was refreshed: failed nodes it no longer names were replaced. Resolves as primaryAnswered. */
+  nodesChanged(): Promise<void>;
 }
 
+/** How long a failed node's subjects are decided from memory before it is tried again. */
+export const DEFAULT_PROBE_INTERVAL_MS = 250;
 const ONE_NODE = "redis";
 /** The client as a whole is not ready: every subject is decided from memory. */
 const ALL = "all";
+/** Folds in flight at once when an outage ends (each is one short script; the rest wait their turn). */
+const FOLD_CONCURRENCY = 8;
 
 export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   const { primary, fallback, logger, metrics } = opts;
@@ -80,12 +113,24 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   const nodeOf = opts.nodeOf ?? (() => ONE_NODE);
   const isNode = opts.isNode ?? (() => true);
   const liveReplicas = opts.liveReplicas ?? (() => 1);
-  const probeIntervalMs = opts.probeIntervalMs ?? 1000;
+  const probeIntervalMs = opts.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
+  const settleMs = opts.settleMs ?? 4 * probeIntervalMs;
   const clock = opts.clock ?? systemClock;
+  const ledger = createFoldLedger({ clock, maxSubjects: opts.maxSubjects ?? DEFAULT_MAX_SUBJECTS });
   /** Nodes in fallback (ALL: the whole client) → the instant their subjects may try Redis again. */
   const down = new Map<string, number>();
+  /** A subject that failed on each node: after a failover it names the node that took over. */
+  const witnesses = new Map<string, string>();
+  /**
+   * Nodes (ALL: every one) whose outage ended → until when their subjects stay capped by the share,
+   * and the live replicas then (a Redis that came back empty forgot who is live: until every
+   * replica has heartbeated again, the first ones back count fewer, so more each).
+   */
+  const settling = new Map<string, { until: number; replicas: number | undefined }>();
   /** Nodes whose outage was logged (and whose return will be). */
   const announced = new Set<string>();
+  /** Subjects whose fold is in flight. */
+  const folding = new Map<string, Promise<void>>();
 
   // A client that is not ready is a full outage even before a request has noticed it (readiness asks).
   const outage = (): Outage => {
@@ -94,16 +139,22 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   };
 
   // A failed master that a failover replaced never answers again, so no decision would end its
-  // outage: it is dropped once the slot map no longer has it (looked at once per probe interval).
+  // outage: it is dropped once the slot map no longer has it (looked at once per probe interval,
+  // or at once when the map was refreshed).
   let nextSweepAt = 0;
-  function forgetReplaced(): void {
-    if (!sharded || down.size === 0 || clock() < nextSweepAt) return;
+  function forgetReplaced(now = false): void {
+    if (!sharded || down.size === 0 || (!now && clock() < nextSweepAt)) return;
     nextSweepAt = clock() + probeIntervalMs;
-    for (const node of down.keys()) if (node !== ALL && !isNode(node)) recovered(node, "redis node replaced by a failover, limiting from redis");
+    for (const node of down.keys()) {
+      if (node === ALL || isNode(node)) continue;
+      const witness = witnesses.get(node);
+      recovered(node, "redis node replaced by a failover, limiting from redis", witness === undefined ? node : nodeOf(witness));
+    }
   }
 
-  /** A failed decision (counted), or the client found not ready (counted once, unless already in an outage). */
-  function markDown(node: string, retryAt: number, err: unknown): void {
+  /** A failed decision or fold (counted), or the client found not ready (counted once, unless already in an outage). */
+  function markDown(node: string, retryAt: number, err: unknown, subject?: string): void {
+    if (subject !== undefined) witnesses.set(node, subject);
     const quiet = node === ALL && down.size > 0; // already limiting from memory, already logged
     if (down.has(node)) {
       if (node !== ALL) metrics?.faults.inc();
@@ -118,10 +169,35 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
     logger.error({ err, node }, "redis unavailable, limiting from memory");
   }
 
-  function recovered(node: string, msg = "redis available again, limiting from redis"): void {
+  /** `node`'s outage is over: the subjects now on `heir` (itself, or its successor after a failover) settle, memory's admissions are folded. */
+  function recovered(node: string, msg = "redis available again, limiting from redis", heir = node): void {
     if (!down.delete(node)) return;
+    witnesses.delete(node);
+    settling.set(heir, { until: clock() + settleMs, replicas: liveReplicas() });
     if (down.size === 0) metrics?.fallbackActive.set(0);
     if (announced.delete(node)) logger.info({ node }, msg);
+    void foldPending();
+  }
+
+  /** The client is ready (again): Redis answered it, so an outage of the whole client, or of an unsharded Redis's one node, is over. */
+  function clientAnswered(): void {
+    recovered(ALL);
+    if (!sharded) recovered(ONE_NODE);
+  }
+
+  /**
+   * While `node`'s subjects leave an outage (the node still marked down, this request probing it,
+   * or settling), the live replicas their share is taken with: no fewer than when it ended.
+   * Undefined when Redis alone decides.
+   */
+  function leaving(node: string): { replicas: number | undefined } | undefined {
+    if (down.has(node)) return { replicas: liveReplicas() };
+    const now = clock();
+    for (const [n, { until }] of settling) if (until <= now) settling.delete(n);
+    const held = [settling.get(ALL), settling.get(node)].filter((s) => s !== undefined);
+    if (held.length === 0) return undefined;
+    const live = liveReplicas();
+    return { replicas: live === undefined ? undefined : Math.max(live, ...held.map((s) => s.replicas ?? 0)) };
   }
 
   // Each replica's share of each window's limit, per windows array (callers reuse theirs) and
@@ -138,10 +214,76 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
     return cached.windows;
   }
 
-  function fromMemory(subject: string, windows: readonly WindowLimit[]): Promise<Decision> {
+  async function fromMemory(subject: string, windows: readonly WindowLimit[]): Promise<Decision> {
     const replicas = liveReplicas();
     const share = shareOf(windows, replicas);
-    return share ? fallback.hit(subject, share) : Promise.resolve(unavailable(windows, replicas, clock(), probeIntervalMs));
+    if (!share) return unavailable(windows, replicas, clock(), probeIntervalMs);
+    const decision = await fallback.hit(subject, share);
+    if (decision.outcome === "admitted") ledger.add(subject, windows);
+    return decision;
+  }
+
+  /** This replica's share decides (counted in memory); undefined without a share (then memory admitted nothing). */
+  async function shareFirst(subject: string, windows: readonly WindowLimit[], replicas: number | undefined): Promise<Decision | undefined> {
+    const share = shareOf(windows, replicas);
+    return share && fallback.hit(subject, share);
+  }
+
+  /** Tells Redis what memory admitted for `subject`, once; a second caller waits for the same fold. */
+  function foldOf(subject: string): Promise<void> {
+    const running = folding.get(subject);
+    if (running) return running;
+    const unfolded = ledger.take(subject);
+    if (!unfolded) return Promise.resolve();
+    const done = fold(subject, unfolded).finally(() => folding.delete(subject));
+    folding.set(subject, done);
+    return done;
+  }
+
+  // The script counts one number into every window it is given: one call per distinct count (a
+  // single call unless the outage outlasted a window). A fold Redis surely did not run is kept for
+  // the next try; one whose reply was lost is not (it may have run: never counted twice).
+  async function fold(subject: string, { windows, counts }: Unfolded): Promise<void> {
+    let left = counts;
+    for (const n of new Set(counts.filter((c) => c > 0))) {
+      const folded = left.map((c) => (c === n ? 0 : c));
+      try {
+        await primary.fold(subject, counts.every((c) => c === n) ? windows : windows.filter((_, i) => counts[i] === n), n);
+      } catch (err) {
+        const mayHaveRun = !(err instanceof FoldNotRunError);
+        if (mayHaveRun) logger.warn({ err, requests: n }, "a fold's reply was lost: not retried, so redis may miss requests admitted from memory");
+        ledger.restore(subject, { windows, counts: mayHaveRun ? folded : left });
+        throw err;
+      }
+      left = folded;
+    }
+  }
+
+  // Every remembered subject whose node is back, a few at a time; a node that fails a fold is
+  // marked down (its other subjects wait for its return). A call during a sweep runs another after it.
+  let sweep: Promise<void> | undefined;
+  let again = false;
+  function foldPending(): Promise<void> {
+    if (sweep) {
+      again = true;
+      return sweep;
+    }
+    if (ledger.size() === 0) return Promise.resolve();
+    sweep = (async () => {
+      do {
+        again = false;
+        const queue = ledger.subjects();
+        const worker = async () => {
+          for (let subject = queue.pop(); subject !== undefined; subject = queue.pop()) {
+            const node = nodeOf(subject);
+            if (!isPrimaryReady() || down.has(ALL) || down.has(node) || folding.has(subject)) continue;
+            await foldOf(subject).catch((err: unknown) => markDown(node, clock() + probeIntervalMs, err, subject));
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(FOLD_CONCURRENCY, queue.length) }, worker));
+      } while (again);
+    })().finally(() => (sweep = undefined));
+    return sweep;
   }
 
   return {
@@ -150,22 +292,38 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
         if (!down.has(ALL)) markDown(ALL, 0, new Error("redis client not ready"));
         return fromMemory(subject, windows);
       }
-      // Only while some node is down is a subject's node worth looking up.
-      const node = down.size > 0 ? nodeOf(subject) : undefined;
+      if (down.has(ALL)) clientAnswered();
+      // Only while some node is down or settling is a subject's node worth looking up.
+      const node = down.size > 0 || settling.size > 0 ? nodeOf(subject) : undefined;
       if (node !== undefined && clock() < (down.get(node) ?? 0)) return fromMemory(subject, windows);
+      const probing = node !== undefined && down.has(node);
+      let capped: Decision | undefined;
       try {
+        // Folded before Redis decides, so that decision sees it. A probe of a node still marked
+        // down does not fold (a fold lost to a dead node could not be retried); the share caps it
+        // instead, and its success folds.
+        if (!probing) await foldOf(subject);
+        // Leaving an outage, other replicas may not have folded yet: this replica's share must
+        // admit too. What it admits it counts in memory even if Redis then refuses (an over-count
+        // there only makes a later outage's share stricter).
+        const cap = node === undefined ? undefined : leaving(node);
+        if (cap) {
+          capped = await shareFirst(subject, windows, cap.replicas);
+          if (capped && capped.outcome !== "admitted") return capped;
+        }
         const decision = await primary.hit(subject, windows, key);
         if (node !== undefined) {
-          recovered(ALL);
           recovered(node);
           forgetReplaced();
         }
-        if (decision.outcome === "admitted") fallback.record(subject, windows);
+        if (decision.outcome === "admitted" && !capped) fallback.record(subject, windows);
         return decision;
       } catch (err) {
         if (err instanceof RangeError) throw err; // invalid windows: a caller bug, not an outage
-        markDown(node ?? nodeOf(subject), clock() + probeIntervalMs, err);
-        return fromMemory(subject, windows);
+        markDown(node ?? nodeOf(subject), clock() + probeIntervalMs, err, subject);
+        if (!capped) return fromMemory(subject, windows);
+        ledger.add(subject, windows); // the share admitted it: from memory after all
+        return capped;
       }
     },
     outage,
@@ -174,12 +332,22 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
       return [...down.keys()];
     },
     primaryAnswered() {
-      if (down.size === 0 || !isPrimaryReady()) return;
-      recovered(ALL);
-      if (!sharded) recovered(ONE_NODE);
+      if (isPrimaryReady()) clientAnswered();
+      return foldPending();
     },
-    nodeAnswered: (node) => recovered(node),
+    primaryLost() {
+      if (!down.has(ALL)) markDown(ALL, 0, new Error("redis connection closed"));
+    },
+    nodeAnswered(node) {
+      recovered(node);
+      return foldPending();
+    },
+    nodesChanged() {
+      forgetReplaced(true);
+      return foldPending();
+    },
     async close() {
+      await foldPending(); // a replica that stops takes nothing Redis could still be told
       await Promise.allSettled([primary.close(), fallback.close()]);
     },
   };

@@ -18,9 +18,11 @@ import type { Clock } from "../../lib/clock.ts";
 export interface MemoryStoreOptions {
   ban: BanPolicy;
   clock: Clock;
-  /** LRU bound on tracked subjects (default 100,000). */
+  /** LRU bound on tracked subjects (default DEFAULT_MAX_SUBJECTS). */
   maxSubjects?: number;
 }
+
+export const DEFAULT_MAX_SUBJECTS = 100_000;
 
 export interface MemoryStore extends LimiterStore {
   /**
@@ -62,7 +64,7 @@ const SWEEP_PER_HIT = 2;
 export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
   const { ban, clock } = opts;
   validateBanPolicy(ban);
-  const maxSubjects = opts.maxSubjects ?? 100_000;
+  const maxSubjects = opts.maxSubjects ?? DEFAULT_MAX_SUBJECTS;
   // Map iteration order is insertion order: re-inserting on every hit makes it an LRU list.
   const subjects = new Map<string, SubjectState>();
   const revoked = new Set<string>();

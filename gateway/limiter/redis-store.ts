@@ -5,7 +5,7 @@
  * failover). The script reads Redis TIME, so replicas with skewed clocks agree.
  */
 import { readFileSync } from "node:fs";
-import type { Cluster, Redis } from "ioredis";
+import { ReplyError, type Cluster, type Redis } from "ioredis";
 import { bucketMsFor } from "../../lib/window-buckets.ts";
 import { KEY_RECORD_TTL_SECONDS, redisKey, type SubjectPart } from "../../lib/redis-keys.ts";
 import { PLAN_NAMES, type PlanName } from "../../lib/api-key-format.ts";
@@ -49,10 +49,27 @@ export function limiterKeys(subject: string, windows: readonly WindowLimit[]): s
 export interface RedisStore extends LimiterStore {
   /**
    * Counts `admitted` requests of `subject` in every window without deciding (into the current
-   * bucket): what this replica admitted from memory while Redis was unavailable.
+   * bucket): what this replica admitted from memory while Redis was unavailable. Rejects with
+   * FoldNotRunError when Redis certainly did not count them; any other failure (a timeout, the
+   * connection lost while waiting for the reply) may have counted them.
    */
   fold(subject: string, windows: readonly WindowLimit[], admitted: number): Promise<void>;
 }
+
+/** A fold Redis refused (an error reply) or the client never sent (not connected): nothing was counted. */
+export class FoldNotRunError extends Error {
+  constructor(cause: Error) {
+    super(cause.message, { cause });
+    this.name = "FoldNotRunError";
+  }
+}
+
+/** ioredis's errors for a command it rejects before writing it (no offline queue, not connected). */
+const UNSENT = new Set([
+  "Stream isn't writeable and enableOfflineQueue options is false",
+  "Cluster isn't ready and enableOfflineQueue options is false",
+]);
+const notRun = (err: unknown): err is Error => err instanceof ReplyError || (err instanceof Error && UNSENT.has(err.message));
 
 export function createRedisStore(opts: RedisStoreOptions): RedisStore {
   const { redis, ban, clock } = opts;
@@ -91,7 +108,11 @@ export function createRedisStore(opts: RedisStoreOptions): RedisStore {
     },
     async fold(subject, windows, admitted) {
       const keys = limiterKeys(subject, windows);
-      await client[COMMAND](keys.length, ...keys, now(), policyFor(windows), "", String(admitted));
+      try {
+        await client[COMMAND](keys.length, ...keys, now(), policyFor(windows), "", String(admitted));
+      } catch (err) {
+        throw notRun(err) ? new FoldNotRunError(err) : err;
+      }
     },
     async close() {
       // The client is the caller's (create-limiter.ts quits it after the heartbeat's last word).

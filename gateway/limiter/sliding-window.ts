@@ -82,13 +82,13 @@ export class WindowCounter {
     while (this.buckets.length > 0 && this.buckets[0]!.index < first) this.total -= this.buckets.shift()!.count;
   }
 
-  /** Counts one request at `nowMs`; a clock that steps back counts into the newest bucket. */
-  add(nowMs: number): void {
+  /** Counts `n` requests (default one) at `nowMs`; a clock that steps back counts into the newest bucket. */
+  add(nowMs: number, n = 1): void {
     const newest = this.buckets.at(-1);
     const index = Math.floor(nowMs / this.bucketMs);
-    if (newest && newest.index >= index) newest.count++;
-    else this.buckets.push({ index, count: 1 });
-    this.total++;
+    if (newest && newest.index >= index) newest.count += n;
+    else this.buckets.push({ index, count: n });
+    this.total += n;
   }
 
   /** The instant this window's newest counted request stops counting (its TTL). */

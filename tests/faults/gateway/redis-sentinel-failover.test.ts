@@ -12,7 +12,7 @@ import type { Limiter } from "../../../gateway/limiter/create-limiter.ts";
 import { tokenPayload } from "../../../testkit/keys.ts";
 import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
 import { startRedisSentinel, type PrivateSentinel } from "../../../testkit/redis-sentinel.ts";
-import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { createTestKeys, startRedisGateway, untilPastShares, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
 import { until } from "../../../testkit/until.ts";
 
 let pets: RunningPetService;
@@ -83,6 +83,7 @@ describe("Sentinel failover with two gateways", () => {
       return gateways.every(({ limiter }) => limiter.outage() === "none");
     });
     console.log(`sentinel failover: both gateways back in Redis ${Date.now() - killedAt} ms after the kill`);
+    await untilPastShares(gateways.map(({ g }) => g.url), limit6, 3);
     const key = limit6();
     const responses = await Promise.all(Array.from({ length: 30 }, () => get(key)));
     expect(responses.filter((r) => r.status === 200)).toHaveLength(6);

@@ -1,15 +1,16 @@
 /**
  * No over-admission while Redis is down: two gateways that shared a private redis-server keep
  * serving after it is killed, each admitting only its share of a key's limit (the limit over the
- * live replicas its heartbeat counted), so together they admit at most the limit; then both go
- * back to Redis when it returns.
+ * live replicas its heartbeat counted), so together they admit at most the limit; nor when it
+ * returns: both go back to Redis within a few hundred milliseconds, folding into it what they
+ * admitted from memory, and a key probed across the switch still gets at most its limit.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Limiter } from "../../../gateway/limiter/create-limiter.ts";
 import { tokenPayload } from "../../../testkit/keys.ts";
 import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
-import { startRedis, type PrivateRedis } from "../../../testkit/redis-server.ts";
-import { createTestKeys, startRedisGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { startRedis, withRedisClient, type PrivateRedis } from "../../../testkit/redis-server.ts";
+import { createTestKeys, startRedisGateway, untilPastShares, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
 import { until } from "../../../testkit/until.ts";
 
 let pets: RunningPetService;
@@ -88,12 +89,51 @@ describe("two gateways, Redis killed", () => {
     }
   });
 
-  it("both go back to Redis when it returns: exactly 6 again across both, counted in Redis", async () => {
-    await redis.start();
-    await until("both gateways decide in Redis again", async () => {
-      await Promise.all([get(a.g, limit6()), get(b.g, limit6())]);
-      return a.limiter.outage() === "none" && b.limiter.outage() === "none";
-    });
+  it("across its return a key probed through both gateways gets at most its limit, and Redis counts what memory admitted", async () => {
+    // From memory: `probed` 2 through each gateway (1 of each share left), `idle` 1 through each.
+    const [probed, idle] = [limit6(), limit6()];
+    for (const g of [a.g, b.g, a.g, b.g]) expect((await get(g, probed)).status).toBe(200);
+    for (const g of [a.g, b.g]) expect((await get(g, idle)).status).toBe(200);
+
+    const statuses: number[] = [];
+    const back: (number | undefined)[] = [undefined, undefined];
+    let servingAt: number | undefined;
+    let stopAt = Infinity;
+    const probing = (async () => {
+      for (let i = 0; Date.now() < stopAt; i++) {
+        statuses.push((await get(i % 2 ? a.g : b.g, probed)).status);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    const watching = (async () => {
+      while (back.includes(undefined)) {
+        [a, b].forEach(({ limiter }, i) => {
+          if (servingAt !== undefined && back[i] === undefined && limiter.outage() === "none") back[i] = Date.now() - servingAt;
+        });
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    const serving = until("redis-server answers", async () => (await withRedisClient(redis.port, (c) => c.ping()).catch(() => "")) === "PONG", 10_000, 5);
+    await Promise.all([redis.start(), serving.then(() => (servingAt = Date.now()))]);
+    await watching;
+    stopAt = Date.now() + 1500; // past the 1 s during which each gateway's share still caps
+    await probing;
+    console.log(`redis restart: both gateways back on Redis ${back[0]} ms and ${back[1]} ms after it answered again; ${statuses.length} probes across the switch`);
+
+    expect(4 + statuses.filter((s) => s === 200).length).toBe(6);
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    for (const ms of back) expect(ms).toBeLessThan(1000); // ~250 ms expected; a loaded machine needs room
+    const admin = new (await import("ioredis")).Redis(redis.url);
+    try {
+      const counted = (key: string) => admin.hget(`rl:{key:${tokenPayload(key).sub as string}}:m`, "t");
+      expect([await counted(probed), await counted(idle)]).toEqual(["6", "2"]);
+    } finally {
+      admin.disconnect();
+    }
+  });
+
+  it("back on Redis: exactly 6 again across both, counted in Redis", async () => {
+    await untilPastShares([a.g.url, b.g.url], limit6, 3);
     const key = limit6();
     const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => get(i % 2 ? a.g : b.g, key)));
     expect(responses.filter((r) => r.status === 200)).toHaveLength(6);

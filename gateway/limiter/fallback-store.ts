@@ -40,10 +40,12 @@
  */
 import type { Counter, Gauge } from "prom-client";
 import type { Logger } from "../../lib/logger.ts";
-import type { Decision, LimiterStore, WindowLimit, WindowResult } from "./limiter.ts";
+import type { Decision, LimiterStore, WindowLimit } from "./limiter.ts";
 import { DEFAULT_MAX_SUBJECTS, type MemoryStore } from "./memory-store.ts";
-import { FoldNotRunError, type RedisStore } from "./redis-store.ts";
-import { createFoldLedger, type Unfolded } from "./fold-ledger.ts";
+import type { RedisStore } from "./redis-store.ts";
+import { createFoldLedger } from "./fold-ledger.ts";
+import { foldBack } from "./fold-back.ts";
+import { replicaShares, unavailable } from "./replica-share.ts";
 import { systemClock, type Clock } from "../../lib/clock.ts";
 
 export interface FallbackMetrics {
@@ -103,8 +105,6 @@ export const DEFAULT_PROBE_INTERVAL_MS = 250;
 const ONE_NODE = "redis";
 /** The client as a whole is not ready: every subject is decided from memory. */
 const ALL = "all";
-/** Folds in flight at once when an outage ends (each is one short script; the rest wait their turn). */
-const FOLD_CONCURRENCY = 8;
 
 export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   const { primary, fallback, logger, metrics } = opts;
@@ -129,8 +129,15 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   const settling = new Map<string, { until: number; replicas: number | undefined }>();
   /** Nodes whose outage was logged (and whose return will be). */
   const announced = new Set<string>();
-  /** Subjects whose fold is in flight. */
-  const folding = new Map<string, Promise<void>>();
+  const shareOf = replicaShares();
+  const { foldOf, foldPending } = foldBack({
+    primary,
+    ledger,
+    logger,
+    // Only where Redis is back: a node that fails a fold is marked down (its other subjects wait for its return).
+    ready: (subject) => isPrimaryReady() && !down.has(ALL) && !down.has(nodeOf(subject)),
+    failed: (subject, err) => markDown(nodeOf(subject), clock() + probeIntervalMs, err, subject),
+  });
 
   // A client that is not ready is a full outage even before a request has noticed it (readiness asks).
   const outage = (): Outage => {
@@ -200,19 +207,6 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
     return { replicas: live === undefined ? undefined : Math.max(live, ...held.map((s) => s.replicas ?? 0)) };
   }
 
-  // Each replica's share of each window's limit, per windows array (callers reuse theirs) and
-  // replica count; undefined when some share is 0 or the count is unknown.
-  const shares = new WeakMap<readonly WindowLimit[], { replicas: number; windows: WindowLimit[] | undefined }>();
-  function shareOf(windows: readonly WindowLimit[], replicas: number | undefined): WindowLimit[] | undefined {
-    if (replicas === undefined) return undefined;
-    let cached = shares.get(windows);
-    if (cached?.replicas !== replicas) {
-      const share = windows.map((w) => ({ ...w, limit: shareLimit(w.limit, replicas) }));
-      cached = { replicas, windows: share.every((w) => w.limit >= 1) ? share : undefined };
-      shares.set(windows, cached);
-    }
-    return cached.windows;
-  }
 
   async function fromMemory(subject: string, windows: readonly WindowLimit[]): Promise<Decision> {
     const replicas = liveReplicas();
@@ -229,62 +223,6 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
     return share && fallback.hit(subject, share);
   }
 
-  /** Tells Redis what memory admitted for `subject`, once; a second caller waits for the same fold. */
-  function foldOf(subject: string): Promise<void> {
-    const running = folding.get(subject);
-    if (running) return running;
-    const unfolded = ledger.take(subject);
-    if (!unfolded) return Promise.resolve();
-    const done = fold(subject, unfolded).finally(() => folding.delete(subject));
-    folding.set(subject, done);
-    return done;
-  }
-
-  // The script counts one number into every window it is given: one call per distinct count (a
-  // single call unless the outage outlasted a window). A fold Redis surely did not run is kept for
-  // the next try; one whose reply was lost is not (it may have run: never counted twice).
-  async function fold(subject: string, { windows, counts }: Unfolded): Promise<void> {
-    let left = counts;
-    for (const n of new Set(counts.filter((c) => c > 0))) {
-      const folded = left.map((c) => (c === n ? 0 : c));
-      try {
-        await primary.fold(subject, counts.every((c) => c === n) ? windows : windows.filter((_, i) => counts[i] === n), n);
-      } catch (err) {
-        const mayHaveRun = !(err instanceof FoldNotRunError);
-        if (mayHaveRun) logger.warn({ err, requests: n }, "a fold's reply was lost: not retried, so redis may miss requests admitted from memory");
-        ledger.restore(subject, { windows, counts: mayHaveRun ? folded : left });
-        throw err;
-      }
-      left = folded;
-    }
-  }
-
-  // Every remembered subject whose node is back, a few at a time; a node that fails a fold is
-  // marked down (its other subjects wait for its return). A call during a sweep runs another after it.
-  let sweep: Promise<void> | undefined;
-  let again = false;
-  function foldPending(): Promise<void> {
-    if (sweep) {
-      again = true;
-      return sweep;
-    }
-    if (ledger.size() === 0) return Promise.resolve();
-    sweep = (async () => {
-      do {
-        again = false;
-        const queue = ledger.subjects();
-        const worker = async () => {
-          for (let subject = queue.pop(); subject !== undefined; subject = queue.pop()) {
-            const node = nodeOf(subject);
-            if (!isPrimaryReady() || down.has(ALL) || down.has(node) || folding.has(subject)) continue;
-            await foldOf(subject).catch((err: unknown) => markDown(node, clock() + probeIntervalMs, err, subject));
-          }
-        };
-        await Promise.all(Array.from({ length: Math.min(FOLD_CONCURRENCY, queue.length) }, worker));
-      } while (again);
-    })().finally(() => (sweep = undefined));
-    return sweep;
-  }
 
   return {
     async hit(subject, windows, key) {
@@ -351,22 +289,4 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
       await Promise.allSettled([primary.close(), fallback.close()]);
     },
   };
-}
-
-/** One replica's share of a limit: rounded down, so the shares add up to at most the limit; 0 while the count is unknown. */
-function shareLimit(limit: number, replicas: number | undefined): number {
-  return replicas === undefined ? 0 : Math.floor(limit / Math.max(1, replicas));
-}
-
-/** Nothing admitted, nothing counted: "retry in a moment", when Redis may be back. */
-function unavailable(windows: readonly WindowLimit[], replicas: number | undefined, nowMs: number, retryMs: number): Decision {
-  const results: WindowResult[] = windows.map((w) => ({
-    windowSeconds: w.windowSeconds,
-    limit: shareLimit(w.limit, replicas),
-    remaining: 0,
-    resetAt: Math.ceil((nowMs + retryMs) / 1000),
-    releaseAtMs: nowMs + retryMs,
-    refused: true,
-  }));
-  return { outcome: "unavailable", windows: results, binding: 0, retryAfterSeconds: Math.ceil(retryMs / 1000), nowMs };
 }

@@ -240,7 +240,8 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
         // Folded before Redis decides, so that decision sees it. A probe of a node still marked
         // down does not fold (a fold lost to a dead node could not be retried); the share caps it
         // instead, and its success folds.
-        if (!probing) await foldOf(subject);
+        const folding = probing ? undefined : foldOf(subject);
+        if (folding) await folding;
         // Leaving an outage, other replicas may not have folded yet: this replica's share must
         // admit too. What it admits it counts in memory even if Redis then refuses (an over-count
         // there only makes a later outage's share stricter).

@@ -21,8 +21,11 @@ export interface FoldBackOptions {
 }
 
 export interface FoldBack {
-  /** Tells Redis what memory admitted for `subject`, once; rejects when the fold failed. */
-  foldOf(subject: string): Promise<void>;
+  /**
+   * Tells Redis what memory admitted for `subject`, once; rejects when the fold failed. Undefined
+   * when there is nothing to fold (most requests: no tick spent awaiting).
+   */
+  foldOf(subject: string): Promise<void> | undefined;
   /** Folds every remembered subject whose node is ready; a call during a sweep runs another after it. */
   foldPending(): Promise<void>;
 }
@@ -32,11 +35,11 @@ export function foldBack(opts: FoldBackOptions): FoldBack {
   /** Subjects whose fold is in flight. */
   const folding = new Map<string, Promise<void>>();
 
-  function foldOf(subject: string): Promise<void> {
+  function foldOf(subject: string): Promise<void> | undefined {
     const running = folding.get(subject);
     if (running) return running;
     const unfolded = ledger.take(subject);
-    if (!unfolded) return Promise.resolve();
+    if (!unfolded) return undefined;
     const done = fold(subject, unfolded).finally(() => folding.delete(subject));
     folding.set(subject, done);
     return done;
@@ -76,7 +79,7 @@ export function foldBack(opts: FoldBackOptions): FoldBack {
         const worker = async () => {
           for (let subject = queue.pop(); subject !== undefined; subject = queue.pop()) {
             if (!opts.ready(subject) || folding.has(subject)) continue;
-            await foldOf(subject).catch((err: unknown) => opts.failed(subject, err));
+            await foldOf(subject)?.catch((err: unknown) => opts.failed(subject, err));
           }
         };
         await Promise.all(Array.from({ length: Math.min(FOLD_CONCURRENCY, queue.length) }, worker));

@@ -18,13 +18,16 @@ interface Waiter {
 /**
  * The pet service as grpc-js's channel sees it under round_robin: every address the target
  * resolves to, each with its own connection (http2-connection.ts); calls go to the ready ones in
- * turn. While none is ready but one is still making its first connection, a call waits for it
- * (until its deadline); when all have failed, a call fails at once with UNAVAILABLE.
+ * turn. While none is ready but one is still connecting, or the name is being resolved again, a
+ * call waits for it (until its deadline); when all have failed, a call fails at once with
+ * UNAVAILABLE.
  *
  * A DNS name is resolved again when a connection fails or goes away (a replica restarted,
  * GOAWAY from max_connection_age, a keepalive ping unanswered), at most once per
- * minResolveIntervalMs; addresses that left the answer are closed (their calls in flight finish),
- * new ones connected. A failed resolution keeps the addresses it had.
+ * minResolveIntervalMs while some connection is ready; with none ready, at once (grpc-js waits
+ * out the interval, and a gateway that resolved the name before a second replica existed failed
+ * every call until then once the first was gone). Addresses that left the answer are closed
+ * (their calls in flight finish), new ones connected. A failed resolution keeps the addresses it had.
  */
 export class Http2Channel {
   private connections: Http2Connection[] = [];
@@ -108,7 +111,7 @@ export class Http2Channel {
   }
 
   private changed(_connection: Http2Connection, reresolve: boolean): void {
-    if (reresolve) this.reresolve();
+    if (reresolve) this.reresolve(!this.connections.some((c) => c.state === "ready"));
     this.settle();
   }
 
@@ -124,7 +127,7 @@ export class Http2Channel {
       this.waiters.clear();
       return;
     }
-    const waiting = this.connections.some((c) => c.state === "connecting") || (this.resolving && this.connections.length === 0);
+    const waiting = this.connections.some((c) => c.state === "connecting") || this.resolving;
     if (this.closed) this.failure = "the client is closed";
     else if (waiting) this.failure = undefined;
     else if (this.connections.length > 0) {
@@ -143,10 +146,13 @@ export class Http2Channel {
     return this.target.kind === "dns" ? `dns:${this.target.host}:${this.target.port}` : "static addresses";
   }
 
-  /** Resolves the name again now, or when minResolveIntervalMs since the last resolution has passed. */
-  private reresolve(): void {
-    if (this.target.kind !== "dns" || this.resolving || this.resolveTimer || this.closed) return;
-    const wait = this.lastResolvedAt + this.options.minResolveIntervalMs - Date.now();
+  /** Resolves the name again now, or when minResolveIntervalMs since the last resolution has passed; `urgent`: now. */
+  private reresolve(urgent = false): void {
+    if (this.target.kind !== "dns" || this.resolving || this.closed) return;
+    if (this.resolveTimer && !urgent) return;
+    clearTimeout(this.resolveTimer);
+    this.resolveTimer = undefined;
+    const wait = urgent ? 0 : this.lastResolvedAt + this.options.minResolveIntervalMs - Date.now();
     if (wait <= 0) void this.resolve();
     else {
       this.resolveTimer = setTimeout(() => {

@@ -395,6 +395,32 @@ export function petClientConformance(implementation: PetClientImplementation): v
  * grpc-js honours the server of the target only with GRPC_NODE_USE_ALTERNATIVE_RESOLVER=true
  * (then it no longer reads /etc/hosts: localhost fails), so its run has a file of its own.
  */
+/**
+ * What the gateway's own client does beyond grpc-js: with no connection ready, the name is
+ * resolved again at once (grpc-js waits out dns_min_time_between_resolutions_ms, 30 s), and calls
+ * wait for that answer within their deadline rather than fail. A gateway that resolved the name
+ * before a second replica existed, and then lost the first, serves from the second at once.
+ */
+export function http2DnsConformance(): void {
+  const { cleanups, client, replica, tally } = testScope("http2");
+
+  it("dns: with no connection left, resolves the name again at once and serves from the replica it now names, no call failing", async () => {
+    const dns = await startDnsServer();
+    cleanups.push(() => dns.close());
+    const port = await freePort();
+    dns.set("pets.test", ["127.0.0.2"]);
+    const r2 = await replica({ name: "r2", host: "127.0.0.2", port });
+    await replica({ name: "r3", host: "127.0.0.3", port });
+    // Production's rate limit on resolutions: without the urgent path, 30 s of UNAVAILABLE.
+    const c = client(`dns://${dns.address}/pets.test:${port}`, { connection: { ...FAST, minResolveIntervalMs: 30_000 } });
+    expect(await tally(c, 3)).toEqual({ r2: 3 });
+
+    dns.set("pets.test", ["127.0.0.3"]);
+    await r2.kill();
+    expect(await tally(c, 10)).toEqual({ r3: 10 });
+  });
+}
+
 export function dnsConformance(implementation: PetClientImplementation): void {
   const { cleanups, client, replica, tally } = testScope(implementation);
 

@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { cpuMeter } from "../testkit/cpu.ts";
 import type { Run } from "./load.ts";
 import { baseEnv, ROOT } from "./processes.ts";
-import type { Scenario } from "./scenarios.ts";
+import type { Scenario } from "./scenario.ts";
 import type { Service } from "./stack.ts";
 
 /**

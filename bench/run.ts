@@ -38,7 +38,8 @@ import { log, stopAll } from "./processes.ts";
 import { commandDelta, commandStats, commandsPerRequest, limiterMemory, summarizeCounts, type CommandCounts } from "./redis-stats.ts";
 import { machine, summarize, writeReadmeSection, type Summary } from "./report.ts";
 import { benchReport } from "./targets.ts";
-import { buildScenarios, type Scenario } from "./scenarios.ts";
+import type { Scenario } from "./scenario.ts";
+import { buildScenarios } from "./scenarios.ts";
 import { fmt, ms, today } from "../testkit/stats.ts";
 
 const { values: flags } = parseArgs({

@@ -6,7 +6,8 @@ import { createTestDatabase } from "../testkit/postgres.ts";
 import { createTestPki } from "../testkit/tls.ts";
 import type { PrivateRedis } from "../testkit/redis-server.ts";
 import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.ts";
-import { h2load, wrk, type HttpTarget, type Run } from "./load.ts";
+import { h2load, wrk, type HttpTarget } from "./load.ts";
+import type { Scenario } from "./scenario.ts";
 import { CLIENT_CANDIDATES, clientScenarioKey, clientScenarios } from "./client-scenarios.ts";
 import { log } from "./processes.ts";
 import {
@@ -25,14 +26,6 @@ import {
  * whose CPU it measures. Every process is started once; the scenarios share the one pet service.
  */
 
-export interface Scenario {
-  /** Short name: a, b, c, … (--only takes these). */
-  key: string;
-  label: string;
-  /** Measured processes by column: front, pet (pet:0, pet:1, … for replicas), redis. */
-  pids: Record<string, number>;
-  run(durationSeconds: number): Promise<Run>;
-}
 
 export interface ScenarioOptions {
   dir: string;

@@ -9,7 +9,8 @@ import { StorageUnavailableError, type PetStore } from "./store/pet-store.ts";
  *   without waiting on a connection attempt: fail fast, never hang;
  * - the database is pinged every `downIntervalMs`, and the first answer puts everything back.
  * While it answers it is pinged every `upIntervalMs`, so an outage is noticed without traffic;
- * with traffic, the first call that finds it unreachable turns health NOT_SERVING at once.
+ * with traffic, the first call that finds it unreachable makes it pinged at once, and a failed
+ * ping turns health NOT_SERVING.
  * Only "unreachable" stops calls: a full disk or a read-only database fails the writes that meet
  * it, and reads go on.
  */
@@ -64,8 +65,12 @@ export function createStorageHealth(opts: StorageHealthOptions): StorageHealth {
     logger.info("database reachable again: serving");
     onChange(true);
   };
+  // One call's connection failing is not yet the database gone (a new pool connection can fail
+  // alone: a name lookup or a reset while the others serve): a ping decides at once, and only its
+  // failure stops calls. Before, one such failure took the replica out for downIntervalMs, and
+  // with its peer just killed the gateways had nowhere to go (the compose kill test's 503s).
   const report = (err: unknown) => {
-    if (err instanceof StorageUnavailableError && err.fault === "unreachable") setDown(err);
+    if (err instanceof StorageUnavailableError && err.fault === "unreachable" && !downReason && !pinging) void ping();
   };
 
   const ping = async () => {

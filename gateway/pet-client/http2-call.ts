@@ -2,6 +2,7 @@ import http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import type { Http2Connection } from "./http2-connection.ts";
 import { serviceError } from "./service-error.ts";
+import type { CallMetadata } from "./transport.ts";
 
 /**
  * One unary gRPC call on an HTTP/2 session (gRPC over HTTP/2, PROTOCOL-HTTP2.md), with the
@@ -16,8 +17,6 @@ import { serviceError } from "./service-error.ts";
 const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_INADEQUATE_SECURITY, NGHTTP2_NO_ERROR } = http2.constants;
 const END_STREAM = http2.constants.NGHTTP2_FLAG_END_STREAM;
 
-/** Per-call metadata: lower-case ASCII names and values (a name ending in -bin carries base64). */
-export type CallMetadata = Readonly<Record<string, string>>;
 
 export interface UnaryCall {
   connection: Http2Connection;

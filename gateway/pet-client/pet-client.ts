@@ -13,9 +13,8 @@ import type {
 } from "../../proto/generated/petstore-v1.ts";
 import { getOrCreate } from "../../lib/get-or-create.ts";
 import { createGrpcJsTransport } from "./grpc-js-transport.ts";
-import type { CallMetadata } from "./http2-call.ts";
 import { createHttp2Transport } from "./http2-transport.ts";
-import { HEALTH_CHECK, PET_METHODS, PET_SERVICE_CONNECTION, type ConnectionSettings, type PetMethod, type PetServiceTls, type PetTransport } from "./transport.ts";
+import { HEALTH_CHECK, PET_METHODS, PET_SERVICE_CONNECTION, type CallMetadata, type ConnectionSettings, type PetMethod, type PetServiceTls, type PetTransport } from "./transport.ts";
 import { latencySeries, type LatencySeries } from "../../lib/openmetrics.ts";
 import type { TlsSource } from "../../lib/tls-files.ts";
 

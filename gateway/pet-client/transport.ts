@@ -1,7 +1,9 @@
 import { service as healthService } from "grpc-health-check";
 import { petstore_v1_PetService as CODECS } from "../../proto/generated/petstore-v1.ts";
 import { PET_SERVICE_NAME } from "../../proto/load.ts";
-import type { CallMetadata } from "./http2-call.ts";
+
+/** Per-call metadata: lower-case ASCII names and values (a name ending in -bin carries base64). */
+export type CallMetadata = Readonly<Record<string, string>>;
 
 /** What a PetService client implementation provides: one attempt of one unary call. */
 

@@ -159,11 +159,11 @@ describe.skipIf(setup().skip !== null)("compose.yaml under podman-compose", () =
     const counts = Object.fromEntries(statuses);
     console.log(`deploy test: ${total} requests with ${name("pet-service", 1)} killed after ${Math.floor(total / 3)}: ${JSON.stringify(counts)}`);
     expect(killed).toBe(true);
-    // On a failure, what the gateways said about their 5xx (seen once, on a cold first run: 27 × 503, 5 × 504).
+    // On a failure, what the gateways and the surviving replica said about the 5xx.
     let said = "";
     if ([...statuses.keys()].some((s) => s >= 500)) {
-      for (const g of ["gateway-1", "gateway-2"]) {
-        const logs = await podman(["logs", name(g)], { allowFail: true });
+      for (const g of [name("gateway-1"), name("gateway-2"), name("pet-service", 2)]) {
+        const logs = await podman(["logs", g], { allowFail: true });
         const lines = `${logs.stdout}${logs.stderr}`.split("\n").filter((l) => /"status":5\d\d|"level":(40|50)/.test(l));
         said += `\n${g}:\n${lines.slice(0, 15).join("\n")}`;
       }

@@ -169,7 +169,7 @@ const commands: Record<string, (args: string[], config: () => KeysConfig) => voi
   async list(args, config) {
     const { values } = parse(args, { json: { type: "boolean" } }, []);
     const { KEYS_DIR: dir, REDIS_URL } = config();
-    const ids = listKeys(dir).map((k) => k.keyId);
+    const ids = readIssued(dir).map((k) => k.keyId);
     const keys = listKeys(dir, { lastUses: await lastUses(dir, ids, REDIS_URL) });
     if (values.json) out(`${JSON.stringify(keys, null, 2)}\n`);
     else if (keys.length === 0) out(`no keys issued in ${dir}\n`);

@@ -89,7 +89,9 @@ it("in a terminal, shows readable log lines (time, level, process, message) inst
   try {
     const { REDIS_URL: _never, ...inherited } = process.env;
     // A real pseudo-terminal: util-linux's script runs npm start's script on one, as a terminal would.
-    const child = spawn("script", ["-q", "-e", "-c", `'${process.execPath}' scripts/start.ts`, "/dev/null"], {
+    // exec: script runs the command through $SHELL, and dash (CI's /bin/sh) stays as the parent
+    // and dies of the terminal's SIGINT itself (exit 130), whatever the script does.
+    const child = spawn("script", ["-q", "-e", "-c", `exec '${process.execPath}' scripts/start.ts`, "/dev/null"], {
       cwd: ROOT,
       env: {
         ...inherited,

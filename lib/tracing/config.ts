@@ -60,6 +60,11 @@ type OtelEnv = { [K in keyof typeof OTEL_ENV]?: z.infer<(typeof OTEL_ENV)[K]> };
 
 /** What tracing needs of a process's parsed environment. */
 export interface TracingSettings {
+  /**
+   * OTEL_SDK_DISABLED=true: no tracing at all, OpenTelemetry's no-op as the specification has it
+   * (no ids, no propagation); otherwise absent.
+   */
+  disabled?: true;
   /** Where spans go (…_TRACES_ENDPOINT as given, or …_ENDPOINT + /v1/traces); unset: nothing is exported. */
   url?: string;
   protocol: OtlpProtocol;
@@ -73,7 +78,8 @@ export interface TracingSettings {
 const TRACES_PATH = "v1/traces";
 
 export function tracingSettings(env: OtelEnv): TracingSettings {
-  const off = env.OTEL_SDK_DISABLED === true || env.OTEL_TRACES_EXPORTER === "none";
+  const disabled = env.OTEL_SDK_DISABLED === true;
+  const off = disabled || env.OTEL_TRACES_EXPORTER === "none";
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT;
   const url = off ? undefined : (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base && `${base.replace(/\/?$/, "/")}${TRACES_PATH}`));
   const batch = {
@@ -83,6 +89,7 @@ export function tracingSettings(env: OtelEnv): TracingSettings {
     ...(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE !== undefined && { maxExportBatchSize: env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE }),
   };
   return {
+    ...(disabled && { disabled }),
     ...(url && { url }),
     protocol: env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? "http/protobuf",
     sampler: env.OTEL_TRACES_SAMPLER ?? "parentbased_always_on",

@@ -31,8 +31,12 @@ export interface Tracing {
  * one, the provider samples nothing: every request still gets a trace id and span ids (logs carry
  * them, the pet service continues the trace), but no span is recorded or exported, so a process
  * pays for ids and propagation only. (The OpenTelemetry default would export to localhost:4318.)
+ * With OTEL_SDK_DISABLED=true, not even that.
  */
 export function startTracing(serviceName: string, settings: TracingSettings): Tracing {
+  // OTEL_SDK_DISABLED=true: nothing registered, so the API's no-ops answer (no context carried,
+  // no ids, no traceparent): the request path costs what it did before tracing.
+  if (settings.disabled) return { exporting: false, shutdown: async () => undefined };
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const { url } = settings;

@@ -273,3 +273,41 @@ describe("without an OTLP endpoint", () => {
     expect(defaultReceiver.contentTypes()).toEqual([]);
   });
 });
+
+describe("with OTEL_SDK_DISABLED=true", () => {
+  let receiver: OtlpReceiver;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    // An endpoint is set too: the flag wins over it, as the specification has it.
+    const env = { OTEL_SDK_DISABLED: "true", OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "50" };
+    stack = await startStack(env, env);
+  }, 60_000);
+  afterAll(async () => {
+    await stopStack(stack);
+    await receiver?.close();
+  });
+
+  it("traces nothing: no span exported, no trace id on either process's lines, which keep their request id", async () => {
+    const traceId = hex(16);
+    const requestId = `sdk-disabled-${randomUUID()}`;
+    const res = await fetch(`${stack.gateway.url}/v1/pets`, {
+      headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": requestId, traceparent: traceparent(traceId, hex(8), "01") },
+    });
+    expect(res.status).toBe(200);
+    await until("both processes' lines", () => logLine(stack.pets.output(), requestId, "rpc") !== undefined && logLine(stack.gateway.output(), requestId, "request") !== undefined);
+    for (const line of [logLine(stack.gateway.output(), requestId, "request")!, logLine(stack.pets.output(), requestId, "rpc")!]) {
+      expect(line.requestId).toBe(requestId);
+      expect(line).not.toHaveProperty("traceId");
+      expect(line).not.toHaveProperty("spanId");
+    }
+    expect(stack.gateway.output()).not.toContain(traceId);
+    expect(stack.pets.output()).not.toContain(traceId);
+    // Both shut down: a batch processor would flush what it held now.
+    stack.gateway.child.kill("SIGTERM");
+    await stack.gateway.exited;
+    await stack.pets.stop();
+    expect(receiver.contentTypes()).toEqual([]);
+  });
+});

@@ -22,10 +22,11 @@ describe.each([
     expect(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://a:4318", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://b/traces" }).url).toBe("https://b/traces");
   });
 
-  it("exports nothing when OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none, endpoint or not", () => {
-    expect(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "TRUE" }).url).toBeUndefined();
-    expect(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_EXPORTER: "none" }).url).toBeUndefined();
-    expect(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "false" }).url).toBe("http://c:4318/v1/traces");
+  it("exports nothing when OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none, endpoint or not; only the first disables tracing", () => {
+    const pick = ({ disabled, url }: ReturnType<typeof settings>) => ({ disabled, url });
+    expect(pick(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "TRUE" }))).toEqual({ disabled: true, url: undefined });
+    expect(pick(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_EXPORTER: "none" }))).toEqual({ disabled: undefined, url: undefined });
+    expect(pick(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "false" }))).toEqual({ disabled: undefined, url: "http://c:4318/v1/traces" });
   });
 
   it("takes http/json from OTEL_EXPORTER_OTLP_PROTOCOL, the traces-specific variable first", () => {

@@ -234,9 +234,9 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
 
 /**
  * The full path, memory limiter, with tracing on (OTLP/HTTP protobuf to a sink in this process,
- * which answers without decoding) at a 1 % and a 100 % sampler, and with mTLS on the hop
- * (certificates made with openssl): each its own pet service and gateway, beside (a-mem), which
- * has neither.
+ * which answers without decoding) at a 1 % and a 100 % sampler, unset (the default) and disabled
+ * altogether, and with mTLS on the hop (certificates made with openssl): each its own pet service
+ * and gateway.
  */
 async function hopVariants(o: {
   dir: string;
@@ -267,6 +267,14 @@ async function hopVariants(o: {
     if (o.wanted("a-otel100")) {
       scenarios.push(row("a-otel100", "(a) full path, memory limiter, tracing on: every request sampled and exported (100 %)", await variant("otel100", traced("1"), traced("1"))));
     }
+  }
+  // Tracing unset and disabled, built as the rows above are: the four differ in their OTEL_* alone.
+  if (o.wanted("a-unset")) {
+    scenarios.push(row("a-unset", "(a) full path, memory limiter, tracing unset (no endpoint: ids in logs and propagation only; the default)", await variant("unset", {}, {})));
+  }
+  if (o.wanted("a-notrace")) {
+    const off = { OTEL_SDK_DISABLED: "true" };
+    scenarios.push(row("a-notrace", "(a) full path, memory limiter, tracing disabled (OTEL_SDK_DISABLED=true: no ids, no propagation, as before tracing)", await variant("notrace", off, off)));
   }
   if (o.wanted("a-tls")) {
     const pki = await createTestPki();

@@ -43,6 +43,17 @@ function logLine(output: string, requestId: string, msg: string): Record<string,
   return line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>);
 }
 
+/** GET /v1/pets through the stack's gateway with this request id and `traceparent`. */
+function listPets(stack: Stack, requestId: string, traceparentHeader: string): Promise<Response> {
+  return fetch(`${stack.gateway.url}/v1/pets`, { headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": requestId, traceparent: traceparentHeader } });
+}
+
+/** The gateway's access log line and the pet service's rpc line of the request, once both are written. */
+async function bothLines(stack: Stack, requestId: string): Promise<[Record<string, unknown>, Record<string, unknown>]> {
+  await until("both processes' lines", () => logLine(stack.pets.output(), requestId, "rpc") !== undefined && logLine(stack.gateway.output(), requestId, "request") !== undefined);
+  return [logLine(stack.gateway.output(), requestId, "request")!, logLine(stack.pets.output(), requestId, "rpc")!];
+}
+
 describe("with an OTLP endpoint", () => {
   let receiver: OtlpReceiver;
   let stack: Stack;
@@ -155,10 +166,7 @@ describe("with an OTLP endpoint", () => {
 
   it("ignores a malformed traceparent: a new trace, never an error", async () => {
     const requestId = `trace-malformed-${randomUUID()}`;
-    const res = await fetch(`${stack.gateway.url}/v1/pets`, {
-      headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": requestId, traceparent: "00-NOT-A-TRACE-01" },
-    });
-    expect(res.status).toBe(200);
+    expect((await listPets(stack, requestId, "00-NOT-A-TRACE-01")).status).toBe(200);
     const ofRequest = (service: string) => receiver.spans().some((s) => s.attributes["pet_store.request_id"] === requestId && s.service === service);
     await until("its spans from both processes", () => ofRequest("gateway") && ofRequest("pet-service"));
     const server = receiver.spans().find((s) => s.attributes["pet_store.request_id"] === requestId && s.service === "gateway")!;
@@ -169,19 +177,14 @@ describe("with an OTLP endpoint", () => {
   it("exports nothing of an unsampled trace, yet passes its context to the pet service and logs its ids in both processes", async () => {
     const traceId = hex(16);
     const requestId = `trace-unsampled-${randomUUID()}`;
-    const res = await fetch(`${stack.gateway.url}/v1/pets`, {
-      headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": requestId, traceparent: traceparent(traceId, hex(8), "00") },
-    });
-    expect(res.status).toBe(200);
+    expect((await listPets(stack, requestId, traceparent(traceId, hex(8), "00"))).status).toBe(200);
     // A sampled request after it: once its spans are in, the unsampled one's would have been too.
     const after = `trace-after-${randomUUID()}`;
     expect((await fetch(`${stack.gateway.url}/v1/pets`, { headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": after } })).status).toBe(200);
     const ofAfter = (service: string) => receiver.spans().some((s) => s.attributes["pet_store.request_id"] === after && s.service === service);
     await until("the later request's spans from both processes", () => ofAfter("gateway") && ofAfter("pet-service"));
     expect(traceOf(traceId)).toEqual([]);
-    await until("both processes' lines", () => logLine(stack.pets.output(), requestId, "rpc") !== undefined && logLine(stack.gateway.output(), requestId, "request") !== undefined);
-    const gatewayLine = logLine(stack.gateway.output(), requestId, "request")!;
-    const petLine = logLine(stack.pets.output(), requestId, "rpc")!;
+    const [gatewayLine, petLine] = await bothLines(stack, requestId);
     expect(gatewayLine).toMatchObject({ traceId, spanId: expect.stringMatching(/^[0-9a-f]{16}$/) });
     expect(petLine).toMatchObject({ traceId, spanId: expect.stringMatching(/^[0-9a-f]{16}$/) });
     expect(petLine.spanId).not.toBe(gatewayLine.spanId);
@@ -253,13 +256,8 @@ describe("without an OTLP endpoint", () => {
   it("exports nothing, and still continues the client's trace in both processes' logs", async ({ skip }) => {
     const traceId = hex(16);
     const requestId = `trace-off-${randomUUID()}`;
-    const res = await fetch(`${stack.gateway.url}/v1/pets`, {
-      headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": requestId, traceparent: traceparent(traceId, hex(8), "01") },
-    });
-    expect(res.status).toBe(200);
-    await until("both processes' lines", () => logLine(stack.pets.output(), requestId, "rpc") !== undefined && logLine(stack.gateway.output(), requestId, "request") !== undefined);
-    expect(logLine(stack.gateway.output(), requestId, "request")).toMatchObject({ traceId });
-    expect(logLine(stack.pets.output(), requestId, "rpc")).toMatchObject({ traceId });
+    expect((await listPets(stack, requestId, traceparent(traceId, hex(8), "01"))).status).toBe(200);
+    for (const line of await bothLines(stack, requestId)) expect(line).toMatchObject({ traceId });
     expect(stack.gateway.output()).toContain('"tracesExported":false');
     expect(stack.pets.output()).toContain('"tracesExported":false');
     // The batch processor would have sent within its default 5 s; shut both down so anything queued is flushed now.
@@ -292,12 +290,8 @@ describe("with OTEL_SDK_DISABLED=true", () => {
   it("traces nothing: no span exported, no trace id on either process's lines, which keep their request id", async () => {
     const traceId = hex(16);
     const requestId = `sdk-disabled-${randomUUID()}`;
-    const res = await fetch(`${stack.gateway.url}/v1/pets`, {
-      headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": requestId, traceparent: traceparent(traceId, hex(8), "01") },
-    });
-    expect(res.status).toBe(200);
-    await until("both processes' lines", () => logLine(stack.pets.output(), requestId, "rpc") !== undefined && logLine(stack.gateway.output(), requestId, "request") !== undefined);
-    for (const line of [logLine(stack.gateway.output(), requestId, "request")!, logLine(stack.pets.output(), requestId, "rpc")!]) {
+    expect((await listPets(stack, requestId, traceparent(traceId, hex(8), "01"))).status).toBe(200);
+    for (const line of await bothLines(stack, requestId)) {
       expect(line.requestId).toBe(requestId);
       expect(line).not.toHaveProperty("traceId");
       expect(line).not.toHaveProperty("spanId");

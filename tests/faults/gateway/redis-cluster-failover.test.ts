@@ -44,6 +44,8 @@ interface Probe {
   status: number;
   /** X-RateLimit-Limit: the full limit when Redis decided, a share when memory did. */
   limit: string | null;
+  /** Which gateway answered (0 or 1). */
+  gateway: number;
 }
 
 it("keeps the healthy masters' keys limited exactly in Redis while one master fails over, and never admits more than the limit across the switch", async () => {
@@ -70,7 +72,7 @@ it("keeps the healthy masters' keys limited exactly in Redis while one master fa
     turns.set(key, turn + 1);
     const res = await fetch(`${gateways[turn % 2]!.g.url}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${key}` } });
     await res.arrayBuffer();
-    return { atMs: Date.now() - t0, status: res.status, limit: res.headers.get("x-ratelimit-limit") };
+    return { atMs: Date.now() - t0, status: res.status, limit: res.headers.get("x-ratelimit-limit"), gateway: turn % 2 };
   };
   for (const key of [victimKey, ...healthyKeys]) expect((await send(key, 0)).limit).toBe(String(LIMIT));
 
@@ -97,7 +99,10 @@ it("keeps the healthy masters' keys limited exactly in Redis while one master fa
   const done = () => Date.now() >= doneAt;
   const probing = [...probes].map(async ([key, list]) => {
     while (!done()) {
-      if (Date.now() - t0 > 60_000) throw new Error("the failed master's keys did not come back to Redis within 60 s");
+      if (Date.now() - t0 > 60_000) {
+        const state = { promotedAtMs, healedAtMs, backInRedisAtMs, back, wasOut, outages: [...outages], now: gateways.map(({ limiter }) => [limiter.outage(), limiter.nodesInFallback()]), victim: probes.get(victimKey)!.slice(0, 30) };
+        throw new Error(`the failed master's keys did not come back to Redis within 60 s: ${JSON.stringify(state)}`);
+      }
       const probe = await send(key, t0);
       list.push(probe);
       if (key === victimKey && probe.limit === String(LIMIT) && list.some((p) => p.limit !== String(LIMIT))) {
@@ -114,7 +119,10 @@ it("keeps the healthy masters' keys limited exactly in Redis while one master fa
         if (outage !== "none") wasOut[i] = true;
         else if (wasOut[i] && promotedAtMs !== undefined) back[i] ??= Date.now() - t0 - promotedAtMs;
       });
-      if (doneAt === Infinity && !back.includes(undefined) && backInRedisAtMs !== undefined && healedAtMs !== undefined) doneAt = Date.now() + 1500;
+      // A gateway whose outage began and ended between two looks (a request that met the dead
+      // master just as its replica took over) has nothing left to wait for.
+      const allBack = wasOut.some(Boolean) && wasOut.every((out, i) => !out || back[i] !== undefined);
+      if (doneAt === Infinity && allBack && backInRedisAtMs !== undefined && healedAtMs !== undefined) doneAt = Date.now() + 1500;
       await new Promise((r) => setTimeout(r, 10));
     }
   })();
@@ -161,12 +169,18 @@ it("keeps the healthy masters' keys limited exactly in Redis while one master fa
   expect(new Set(fromMemory.map((p) => p.limit))).toEqual(new Set([String(LIMIT / 2)]));
   expect(victimProbes.filter((p) => p.status >= 500)).toEqual([]);
   // Across the outage and the switch back, the two gateways together admitted no more than the
-  // limit, and the new master counts all of it: what each admitted from memory was folded in.
+  // limit, and the new master counts all of it: what each admitted from memory was folded in. It
+  // may count more, by at most what memory admitted: a script that ran in Redis but answered after
+  // the 100 ms command timeout was decided again from memory, and folded (never fewer: the error
+  // is on the safe side).
   expect(admitted).toBeLessThanOrEqual(LIMIT);
   const counted = await withRedisClient(heir.port, (c) => c.hget(redisKey(subjectForKey(tokenPayload(victimKey).sub as string), "m"), "t"));
-  expect(Number(counted)).toBe(admitted);
-  // Both gateways went back to Redis soon after the new master served (~250 ms expected; a loaded machine needs room).
-  for (const ms of back) expect(ms).toBeLessThan(1000);
+  expect(Number(counted)).toBeGreaterThanOrEqual(admitted);
+  expect(Number(counted)).toBeLessThanOrEqual(admitted + fromMemory.filter((p) => p.status === 200).length);
+  // Every gateway seen in the outage went back to Redis soon after the new master served (~250 ms
+  // expected; a loaded machine needs room).
+  expect(wasOut.some(Boolean)).toBe(true);
+  for (const [i, out] of wasOut.entries()) if (out) expect(back[i]).toBeLessThan(1000);
   // A partial outage: the gateways stayed ready.
   expect(outages.has("partial")).toBe(true);
   expect(outages.has("full")).toBe(false);

@@ -119,7 +119,7 @@ function targetLines(get: (key: string) => Summary | undefined): string[] {
     return { us: median(pairs), text: `${signed(median(pairs))} µs (round by round ${pairs.map(signed).join(", ")})` };
   };
   const [unset, disabled] = [get("a-unset"), get("a-notrace")];
-  if (unset && disabled) lines.push(`- reported: tracing unset (a-unset: ids and propagation) over tracing disabled (a-notrace): ${over(unset, disabled).text}`);
+  if (unset && disabled) lines.push(`- reported: tracing unset (a-unset) over tracing disabled (a-notrace): ${over(unset, disabled).text}`);
   const sampled = get("a-otel1");
   for (const [than, name] of [[disabled, "tracing disabled (a-notrace)"], [unset, "tracing unset (a-unset)"]] as const) {
     if (!sampled || !than) continue;

@@ -8,7 +8,8 @@
  * rounds; CPU-µs per request from process.cpuUsage(), medians.
  *
  *   off      none of it: the latency observations alone (what a request cost before tracing)
- *   unset    no OTLP endpoint (the default): ids and propagation only
+ *   unset    no OTLP endpoint (the default): a client's trace passed through; these requests bring
+ *            none, so they get no ids (lib/tracing/start.ts)
  *   ratio1   an endpoint (a sink in the parent process), parentbased_traceidratio 0.01
  *   ratio100 an endpoint, every request sampled and exported
  */

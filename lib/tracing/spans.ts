@@ -21,23 +21,25 @@ export function requestContext(span: Span, requestId: string | undefined): Conte
   return trace.setSpan(requestId === undefined ? ROOT_CONTEXT : ROOT_CONTEXT.setValue(REQUEST_ID, requestId), span);
 }
 
-/** A span's trace and span ids, unless it has none (tracing never started in this process). */
+/** A span's trace and span ids, unless it has none (tracing disabled, or no endpoint and no client traceparent). */
 export function idsOf(span: Span): { traceId: string; spanId: string } | undefined {
   const { traceId, spanId } = span.spanContext();
   return traceId === INVALID_TRACEID ? undefined : { traceId, spanId };
 }
 
 /**
- * pino's mixin: every log line written while a request is handled carries its request id, trace
- * id and the active span's id (sampled or not), so a line leads to the request's other lines,
- * in both processes, and to its trace. A new object each time: pino merges the line's own fields into it.
+ * pino's mixin: every log line written while a request is handled carries its request id and,
+ * when the request has a trace (always with an OTLP endpoint, sampled or not; without one, when
+ * the client sent a traceparent), the trace id and the active span's id, so a line leads to the
+ * request's other lines, in both processes, and to its trace. A new object each time: pino
+ * merges the line's own fields into it.
  */
 export function logCorrelation(): Record<string, string> {
   const active = context.active();
+  const requestId = active.getValue(REQUEST_ID) as string | undefined;
   const span = trace.getSpan(active);
   const ids = span && idsOf(span);
-  if (!ids) return {};
-  const requestId = active.getValue(REQUEST_ID) as string | undefined;
+  if (!ids) return requestId === undefined ? {} : { requestId };
   return requestId === undefined ? ids : { requestId, ...ids };
 }
 

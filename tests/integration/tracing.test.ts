@@ -257,7 +257,15 @@ describe("without an OTLP endpoint", () => {
     const traceId = hex(16);
     const requestId = `trace-off-${randomUUID()}`;
     expect((await listPets(stack, requestId, traceparent(traceId, hex(8), "01"))).status).toBe(200);
-    for (const line of await bothLines(stack, requestId)) expect(line).toMatchObject({ traceId });
+    for (const line of await bothLines(stack, requestId)) expect(line).toMatchObject({ requestId, traceId });
+    // A request that brings no trace gets no ids of its own (no backend would hold its trace): its
+    // request id joins both processes' lines.
+    const untraced = `trace-none-${randomUUID()}`;
+    expect((await fetch(`${stack.gateway.url}/v1/pets`, { headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": untraced } })).status).toBe(200);
+    for (const line of await bothLines(stack, untraced)) {
+      expect(line.requestId).toBe(untraced);
+      expect(line).not.toHaveProperty("traceId");
+    }
     expect(stack.gateway.output()).toContain('"tracesExported":false');
     expect(stack.pets.output()).toContain('"tracesExported":false');
     // The batch processor would have sent within its default 5 s; shut both down so anything queued is flushed now.

@@ -27,16 +27,18 @@ export interface Summary {
   runs: Run[];
 }
 
+/** One run's CPU-µs per request by kind of process (replicas of one kind added up: "pet:0" + "pet:1" = "pet"). */
+export function cpuByKind(run: Run): Record<string, number> {
+  const byKind: Record<string, number> = {};
+  for (const [name, us] of Object.entries(run.cpuPerRequest)) {
+    const kind = name.split(":")[0]!;
+    byKind[kind] = (byKind[kind] ?? 0) + us;
+  }
+  return byKind;
+}
+
 export function summarize(runs: Run[]): Summary {
-  const kinds = (run: Run) => {
-    const byKind: Record<string, number> = {};
-    for (const [name, us] of Object.entries(run.cpuPerRequest)) {
-      const kind = name.split(":")[0]!;
-      byKind[kind] = (byKind[kind] ?? 0) + us;
-    }
-    return byKind;
-  };
-  const perRun = runs.map(kinds);
+  const perRun = runs.map(cpuByKind);
   const names = new Set(perRun.flatMap((k) => Object.keys(k)));
   return {
     rps: median(runs.map((r) => r.rps)),

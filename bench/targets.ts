@@ -1,5 +1,5 @@
 import type { CommandCounts, MemoryReport } from "./redis-stats.ts";
-import { ok, TABLE_HEADER, tableRow, type Summary } from "./report.ts";
+import { cpuByKind, ok, TABLE_HEADER, tableRow, type Summary } from "./report.ts";
 import { fmt, median } from "../testkit/stats.ts";
 import type { Run } from "./load.ts";
 
@@ -112,7 +112,10 @@ function targetLines(get: (key: string) => Summary | undefined): string[] {
   lines.push("", "Tracing and TLS on the hop (issue 21), CPU-µs per request of the gateway + the pet service:");
   // Rounds alternate, so each round's difference is a pair run minutes apart at most; the median of
   // those pairs is steadier on a shared machine than the difference of the rows' medians.
-  const hopUs = (run: Run) => Object.entries(run.cpuPerRequest).reduce((sum, [name, us]) => (/^(front|pet)(:|$)/.test(name) ? sum + us : sum), 0);
+  const hopUs = (run: Run) => {
+    const { front = NaN, pet = NaN } = cpuByKind(run);
+    return front + pet;
+  };
   const over = (s: Summary, than: Summary) => {
     const pairs = s.runs.map((run, i) => hopUs(run) - hopUs(than.runs[i]!));
     const signed = (d: number) => `${d >= 0 ? "+" : ""}${fmt(d)}`;

@@ -24,7 +24,7 @@ export interface Tracing {
 
 /**
  * Tracing for this process, once, at start (main.ts): W3C Trace Context in and out, the active
- * span carried by AsyncLocalStorage, and a tracer provider.
+ * span carried by AsyncLocalStorage, and, with an endpoint, a tracer provider.
  *
  * With an endpoint, spans are sampled as OTEL_TRACES_SAMPLER says (parent-based by default, so a
  * client's sampled flag is honoured), batched (OTEL_BSP_*) and exported over OTLP/HTTP; every

@@ -43,9 +43,11 @@ function logLine(output: string, requestId: string, msg: string): Record<string,
   return line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>);
 }
 
-/** GET /v1/pets through the stack's gateway with this request id and `traceparent`. */
-function listPets(stack: Stack, requestId: string, traceparentHeader: string): Promise<Response> {
-  return fetch(`${stack.gateway.url}/v1/pets`, { headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": requestId, traceparent: traceparentHeader } });
+/** GET /v1/pets through the stack's gateway with this request id and, when given, `traceparent`. */
+function listPets(stack: Stack, requestId: string, traceparentHeader?: string): Promise<Response> {
+  const headers: Record<string, string> = { Authorization: `Bearer ${stack.key}`, "X-Request-Id": requestId };
+  if (traceparentHeader !== undefined) headers.traceparent = traceparentHeader;
+  return fetch(`${stack.gateway.url}/v1/pets`, { headers });
 }
 
 /** The gateway's access log line and the pet service's rpc line of the request, once both are written. */
@@ -180,7 +182,7 @@ describe("with an OTLP endpoint", () => {
     expect((await listPets(stack, requestId, traceparent(traceId, hex(8), "00"))).status).toBe(200);
     // A sampled request after it: once its spans are in, the unsampled one's would have been too.
     const after = `trace-after-${randomUUID()}`;
-    expect((await fetch(`${stack.gateway.url}/v1/pets`, { headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": after } })).status).toBe(200);
+    expect((await listPets(stack, after)).status).toBe(200);
     const ofAfter = (service: string) => receiver.spans().some((s) => s.attributes["pet_store.request_id"] === after && s.service === service);
     await until("the later request's spans from both processes", () => ofAfter("gateway") && ofAfter("pet-service"));
     expect(traceOf(traceId)).toEqual([]);
@@ -261,7 +263,7 @@ describe("without an OTLP endpoint", () => {
     // A request that brings no trace gets no ids of its own (no backend would hold its trace): its
     // request id joins both processes' lines.
     const untraced = `trace-none-${randomUUID()}`;
-    expect((await fetch(`${stack.gateway.url}/v1/pets`, { headers: { Authorization: `Bearer ${stack.key}`, "X-Request-Id": untraced } })).status).toBe(200);
+    expect((await listPets(stack, untraced)).status).toBe(200);
     for (const line of await bothLines(stack, untraced)) {
       expect(line.requestId).toBe(untraced);
       expect(line).not.toHaveProperty("traceId");

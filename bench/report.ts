@@ -49,6 +49,12 @@ export function summarize(runs: Run[]): Summary {
   };
 }
 
+/** One run for the progress log: throughput, latency and each kind of process's CPU per request. */
+export function runLine(run: Run): string {
+  const cpu = Object.entries(cpuByKind(run)).map(([kind, us]) => `${kind} ${fmt(us)}`).join(", ");
+  return `${fmt(run.rps)} req/s, p50 ${ms(run.p50)} ms, p99 ${ms(run.p99)} ms; CPU-µs/req ${cpu}`;
+}
+
 export const TABLE_HEADER = [
   `| Scenario | req/s (median) | p50 ms | p99 ms | vs (b) | ${CPU_COLUMNS.map((c) => c.title).join(" | ")} |`,
   `|---|---:|---:|---:|---:|${CPU_COLUMNS.map(() => "---:").join("|")}|`,

@@ -36,9 +36,10 @@ import { startRedis, type PrivateRedis } from "../testkit/redis-server.ts";
 import { openLoop, type Run } from "./load.ts";
 import { log, stopAll } from "./processes.ts";
 import { commandDelta, commandStats, commandsPerRequest, limiterMemory, summarizeCounts, type CommandCounts } from "./redis-stats.ts";
-import { machine, summarize, writeReadmeSection, type Summary } from "./report.ts";
+import { machine, runLine, summarize, writeReadmeSection, type Summary } from "./report.ts";
+import { hopRowsAtRate } from "./hop-at-rate.ts";
 import { benchReport } from "./targets.ts";
-import type { Scenario } from "./scenario.ts";
+import { roundOrder, type Scenario } from "./scenario.ts";
 import { buildScenarios } from "./scenarios.ts";
 import { fmt, ms, today } from "../testkit/stats.ts";
 
@@ -151,21 +152,20 @@ async function main(): Promise<number> {
       if (run.failures) failures.push(`${name}: ${run.failures} unexpected responses or errors of ${run.requests}`);
     };
     for (let round = 1; round <= settings.rounds; round++) {
-      for (const s of scenarios) {
+      for (const s of roundOrder(scenarios, round)) {
         const counted = s.key === "a" || s.key === "c" ? s.key : undefined;
         const before = counted && (await commandStats(stats));
         const run = await s.run(settings.duration);
         if (counted && before) redisCounts[counted].push(commandDelta(before, await commandStats(stats), run.requests));
         check(s.key, run);
         runs.get(s)!.push(run);
-        const cpu = Object.entries(summarize([run]).cpu).map(([n, us]) => `${n} ${fmt(us)}`).join(", ");
-        log(`round ${round} ${s.key}: ${fmt(run.rps)} req/s, p50 ${ms(run.p50)} ms, p99 ${ms(run.p99)} ms; CPU-µs/req ${cpu}`);
+        log(`round ${round} ${s.key}: ${runLine(run)}`);
       }
     }
     const summaries = new Map<string, Summary>(scenarios.map((s) => [s.key, summarize(runs.get(s)!)]));
 
+    const halfRows = await hopRowsAtRate({ scenarios, summaries, settings, check });
     // p99 at half of bare Express's peak: the same offered rate to both; and (a) at half its own peak.
-    const halfRows: { key: string; label: string; summary: Summary }[] = [];
     const a = scenarios.find((s) => s.key === "a");
     if (full && a) {
       const halfRate = Math.max(1, Math.round(summaries.get("b")!.rps / 2));

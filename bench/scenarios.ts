@@ -6,7 +6,7 @@ import { createTestDatabase } from "../testkit/postgres.ts";
 import { createTestPki } from "../testkit/tls.ts";
 import type { PrivateRedis } from "../testkit/redis-server.ts";
 import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.ts";
-import { h2load, wrk, type HttpTarget } from "./load.ts";
+import { h2load, openLoop, wrk, type HttpTarget } from "./load.ts";
 import type { Scenario } from "./scenario.ts";
 import { CLIENT_CANDIDATES, clientScenarioKey, clientScenarios } from "./client-scenarios.ts";
 import { log } from "./processes.ts";
@@ -117,7 +117,13 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
   });
   const http = (key: string, label: string, target: HttpTarget, front: Service, withRedis = false, viaPet = true, petService: Service = pet): Scenario => {
     const measured = pids(front, { pet: viaPet, redis: withRedis }, petService);
-    return { key, label, pids: measured, run: (seconds) => wrk(target, loadOpts(measured, seconds)) };
+    return {
+      key,
+      label,
+      pids: measured,
+      run: (seconds) => wrk(target, loadOpts(measured, seconds)),
+      atRate: (rate, seconds) => openLoop(target, rate, loadOpts(measured, seconds)),
+    };
   };
   const grpcDirect = async (key: string, label: string, method: PetMethod, request: object, petService: Service = pet): Promise<Scenario> => {
     const frame = grpcFrame(await checkedRequest(petService.address, method, request));

@@ -2,6 +2,7 @@ import type { CommandCounts, MemoryReport } from "./redis-stats.ts";
 import { cpuByKind, ok, TABLE_HEADER, tableRow, type Summary } from "./report.ts";
 import { fmt, median } from "../testkit/stats.ts";
 import type { Run } from "./load.ts";
+import { atRateKey } from "./hop-at-rate.ts";
 
 /** The benchmark's report: the table, the targets of the runtime and hot-path issue with ✅/❌, Redis figures and notes. */
 
@@ -110,34 +111,40 @@ function targetLines(get: (key: string) => Summary | undefined): string[] {
     else line(s.rps / go.rps >= THROUGHPUT_VS_GO, `${text}: ${fmt(s.rps)} vs ${fmt(go.rps)} req/s = ${fmt(s.rps / go.rps, 2)}×`);
   }
   lines.push("", "Tracing and TLS on the hop (issue 21), CPU-µs per request of the gateway + the pet service:");
-  // Rounds alternate, so each round's difference is a pair run minutes apart at most; the median of
-  // those pairs is steadier on a shared machine than the difference of the rows' medians.
-  const hopUs = (run: Run) => {
-    const { front = NaN, pet = NaN } = cpuByKind(run);
-    return front + pet;
-  };
-  const over = (s: Summary, than: Summary) => {
-    const pairs = s.runs.map((run, i) => hopUs(run) - hopUs(than.runs[i]!));
-    const signed = (d: number) => `${d >= 0 ? "+" : ""}${fmt(d)}`;
-    return { us: median(pairs), text: `${signed(median(pairs))} µs (round by round ${pairs.map(signed).join(", ")})` };
-  };
-  const [unset, disabled] = [get("a-unset"), get("a-notrace")];
-  if (unset && disabled) lines.push(`- reported: tracing unset (a-unset) over tracing disabled (a-notrace): ${over(unset, disabled).text}`);
-  const sampled = get("a-otel1");
+  hopLines(get, (key) => key, "at the peak", line, lines);
+  hopLines(get, atRateKey, "at one offered rate", line, lines);
+  const base = get("a-mem@base");
+  if (memory && base) lines.push(`- reported: (a-mem) over the compared checkout's (a-mem@base): ${over(memory, base).text}`);
+  return lines;
+}
+
+// Rounds alternate, so each round's difference is a pair run minutes apart at most; the median of
+// those pairs is steadier on a shared machine than the difference of the rows' medians.
+const hopUs = (run: Run) => {
+  const { front = NaN, pet = NaN } = cpuByKind(run);
+  return front + pet;
+};
+function over(s: Summary, than: Summary): { us: number; text: string } {
+  const pairs = s.runs.map((run, i) => hopUs(run) - hopUs(than.runs[i]!));
+  const signed = (d: number) => `${d >= 0 ? "+" : ""}${fmt(d)}`;
+  return { us: median(pairs), text: `${signed(median(pairs))} µs (round by round ${pairs.map(signed).join(", ")})` };
+}
+
+/** Issue 21's differences, measured one way (`where`): the rows' keys are `keyOf` the hop keys. */
+function hopLines(get: (key: string) => Summary | undefined, keyOf: (key: string) => string, where: string, line: (pass: boolean, text: string) => void, lines: string[]): void {
+  const [unset, disabled, sampled] = ["a-unset", "a-notrace", "a-otel1"].map((k) => get(keyOf(k)));
+  if (unset && disabled) lines.push(`- reported, ${where}: tracing unset (a-unset) over tracing disabled (a-notrace): ${over(unset, disabled).text}`);
   for (const [than, name] of [[disabled, "tracing disabled (a-notrace)"], [unset, "tracing unset (a-unset)"]] as const) {
     if (!sampled || !than) continue;
     const { us, text } = over(sampled, than);
-    line(us <= TRACING_1PCT_US, `tracing on, 1 % sampled (a-otel1) ≤ +${TRACING_1PCT_US} µs over ${name}: ${text}`);
+    line(us <= TRACING_1PCT_US, `${where}, tracing on, 1 % sampled (a-otel1) ≤ +${TRACING_1PCT_US} µs over ${name}: ${text}`);
   }
   const reported: [string, string][] = [
     ["a-otel100", "tracing on, every request sampled and exported (a-otel100)"],
     ["a-tls", "mTLS on the hop, tracing unset (a-tls)"],
   ];
   for (const [key, what] of unset ? reported : []) {
-    const s = get(key);
-    if (s) lines.push(`- reported: ${what} over (a-unset): ${over(s, unset!).text}`);
+    const s = get(keyOf(key));
+    if (s) lines.push(`- reported, ${where}: ${what} over (a-unset): ${over(s, unset!).text}`);
   }
-  const base = get("a-mem@base");
-  if (memory && base) lines.push(`- reported: (a-mem) over the compared checkout's (a-mem@base): ${over(memory, base).text}`);
-  return lines;
 }

@@ -34,11 +34,15 @@ it("runs bench/run.ts --smoke to the end and prints the table with every scenari
     "| (b) at half peak:",
     "| (a) at half peak:",
     "| (a) at half its own peak:",
+    // Issue 21's rows again at one offered rate, below every one's peak (bench/hop-at-rate.ts).
+    "| (a-notrace) at ",
+    "| (a-otel1) at ",
     "| (l) client CPU per unary ListPets(20), 4 in flight, against the fixed-bytes server (k): the thin unary client",
     "| (l) client CPU per unary ListPets(20), 4 in flight, against the fixed-bytes server (k): grpc-js as the gateway used it",
   ]) {
     expect(stdout).toContain(row);
   }
+  expect(stdout).toMatch(/at one offered rate, tracing on, 1 % sampled \(a-otel1\) ≤ \+15 µs over tracing disabled \(a-notrace\): [+-][\d,.]+ µs/);
   expect(stdout).toMatch(/Round trips per request \(MONITOR, \d+ sequential requests each\): 1\.00 \(a\), 1\.00 \(c\), 1\.00 \(d\)/);
   expect(stdout).toMatch(/Limiter memory per key at 100,000\/day: [\d,]+ bytes/);
 }, 150_000);

@@ -6,13 +6,16 @@
  * by every scenario, two gateways in front of it (Redis limiter and memory limiter, LOG_LEVEL=info
  * as production logs, to a file), seeds 20 pets, takes the bytes of GET /v1/pets?limit=20 and
  * starts the fronts that answer them: bare Express (bench/bare-express.ts) and the two floors of
- * bench/express-grpc-floor.ts. Then, alternating scenario by scenario within each round, drives
- * each with wrk (HTTP, one thread, 32 connections) or h2load (gRPC, one connection, 32 streams)
- * and measures the CPU (utime + stime from /proc) of every process per request served: the front
- * (gateway or Express), the pet service, Redis and the load generator (see scenarios.ts).
+ * bench/express-grpc-floor.ts. Then, alternating scenario by scenario within each round (the order
+ * rotating from round to round), drives each with wrk (HTTP, one thread, 32 connections) or
+ * h2load (gRPC, one connection, 32 streams) and measures the CPU (utime + stime from /proc) of
+ * every process per request served: the front (gateway or Express), the pet service, Redis and
+ * the load generator (see scenarios.ts).
  *
- * Then (b) at half of its median peak rate and (a) at that same rate, offered open-loop at a
- * constant rate, to compare p99 under moderate load; Redis commands per request; limiter memory.
+ * Then issue 21's rows (tracing, TLS on the hop) at one offered rate below all their peaks
+ * (hop-at-rate.ts); (b) at half of its median peak rate and (a) at that same rate, offered
+ * open-loop at a constant rate, to compare p99 under moderate load; Redis commands per request;
+ * limiter memory.
  *
  * Prints one markdown table (medians over the rounds), the targets with ✅/❌ and the machine.
  * `--readme` also writes it into README.md's "## Benchmarks" section. `--smoke` is CI's quick
@@ -83,8 +86,9 @@ const README_INTRO =
   "memory limiter) as separate processes, seeds 20 pets and drives them with wrk and h2load beside bare Express, two " +
   "Express + grpc-js floors, a grpc-js server answering fixed bytes and, when Debian's Go packages are installed, " +
   "grpc-gateway (bench/grpc-gateway/, built offline), PostgreSQL (a private database) behind two pet-service replicas, " +
-  "and the memory-limiter path again with tracing on (1 % and 100 % sampled, to a local OTLP sink) and with mTLS on the " +
-  "hop; rows (l) are the gRPC-client candidates (bench/pet-client-driver.ts: grpc-js as the gateway used it, grpc-js " +
+  "and the memory-limiter path again with tracing disabled, unset and on (1 % and 100 % sampled, to a local OTLP sink) " +
+  "and with mTLS on the hop, those five also at one offered rate (half the slowest one's peak, open loop); rows (l) " +
+  "are the gRPC-client candidates (bench/pet-client-driver.ts: grpc-js as the gateway used it, grpc-js " +
   "through makeUnaryRequest, the node:http2 client the gateway uses now), each its own process making ListPets(20) " +
   "calls. Every Node process runs on the project's runtime (the version below). Each process's CPU per request comes " +
   "from /proc (the client rows: the client's own process.cpuUsage()). It rewrites this section. " +

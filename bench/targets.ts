@@ -33,7 +33,7 @@ export function benchReport(r: ReportInput): string {
   const ratio = (s: Summary) => (bare ? s.rps / bare.rps : undefined);
   const lines = [
     `Settings: ${r.settings.rounds} round(s) × ${r.settings.duration} s per scenario, ${r.settings.connections} connections ` +
-      `(wrk: one thread, keep-alive; h2load: one connection, that many streams), scenarios alternating within each round; ` +
+      `(wrk: one thread, keep-alive; h2load: one connection, that many streams), scenarios alternating within each round, their order rotating from round to round; ` +
       `medians over the rounds. CPU-µs/req: utime + stime from /proc of each process during the run ÷ requests served ` +
       `(front = the gateway or Express app under load). Everything at LOG_LEVEL=info. ${r.when}.`,
     "",

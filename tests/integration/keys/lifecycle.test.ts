@@ -207,7 +207,9 @@ describe.each([
     expect(minuteLimit(await get(b, token))).toBe("60"); // B knows only the key's own claim
     expect((await get(b, revoked)).status).toBe(200);
     expect(minuteLimit(await get(a, token))).toBe("1000"); // A falls back to KEYS_DIR, never the stale plan
-    expect((await get(a, revoked)).status).toBe(401);
+    // A learns the revocation from revoked.json at its next poll (every 100 ms here): the steps
+    // above can all fall between two polls, some 20 ms after the revoke.
+    await expect.poll(async () => (await get(a, revoked)).status, { timeout: 2_000, interval: 50 }).toBe(401);
 
     expect(await ok("sync")).toMatch(/^published \d+ revocation\(s\) and \d+ key change\(s\) to Redis\n$/);
     expect(minuteLimit(await get(b, token))).toBe("1000");

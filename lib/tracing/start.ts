@@ -22,6 +22,9 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
+/** Tracing disabled, or no endpoint: nothing queued, so nothing to flush at shutdown. */
+const NOT_EXPORTING: Tracing = Object.freeze({ exporting: false, shutdown: async () => undefined });
+
 /**
  * Tracing for this process, once, at start (main.ts): W3C Trace Context in and out, the active
  * span carried by AsyncLocalStorage, and, with an endpoint, a tracer provider.
@@ -39,11 +42,11 @@ export interface Tracing {
 export function startTracing(serviceName: string, settings: TracingSettings): Tracing {
   // OTEL_SDK_DISABLED=true: nothing registered, so the API's no-ops answer (no context carried,
   // no ids, no traceparent): the request path costs what it did before tracing.
-  if (settings.disabled) return { exporting: false, shutdown: async () => undefined };
+  if (settings.disabled) return NOT_EXPORTING;
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const { url } = settings;
-  if (!url) return { exporting: false, shutdown: async () => undefined };
+  if (!url) return NOT_EXPORTING;
   const exporter = settings.protocol === "http/json" ? new JsonExporter({ url }) : new ProtobufExporter({ url });
   const provider = new TracerProvider({
     // The process's own name unless OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) says otherwise.

@@ -174,15 +174,17 @@ async function main(): Promise<number> {
     if (full && a) {
       const halfRate = Math.max(1, Math.round(summaries.get("b")!.rps / 2));
       const ownHalfRate = Math.max(1, Math.round(summaries.get("a")!.rps / 2));
+      // (b)'s own CPU is not measured here: its row is for latency only.
+      const bAtRate = (rate: number, seconds: number) => openLoop(targets.b, rate, { durationSeconds: seconds, connections: settings.connections, pids: {}, dir });
       const plan = [
-        { key: "bHalf", label: `(b) at half peak: ${fmt(halfRate)} req/s offered`, target: targets.b, rate: halfRate, pids: {} },
-        { key: "aHalf", label: `(a) at half peak: ${fmt(halfRate)} req/s offered`, target: targets.a, rate: halfRate, pids: a.pids },
-        { key: "aOwnHalf", label: `(a) at half its own peak: ${fmt(ownHalfRate)} req/s offered`, target: targets.a, rate: ownHalfRate, pids: a.pids },
+        { key: "bHalf", label: `(b) at half peak: ${fmt(halfRate)} req/s offered`, rate: halfRate, atRate: bAtRate },
+        { key: "aHalf", label: `(a) at half peak: ${fmt(halfRate)} req/s offered`, rate: halfRate, atRate: a.atRate! },
+        { key: "aOwnHalf", label: `(a) at half its own peak: ${fmt(ownHalfRate)} req/s offered`, rate: ownHalfRate, atRate: a.atRate! },
       ];
       const half = new Map<string, Run[]>(plan.map((p) => [p.key, []]));
       for (let round = 1; round <= settings.rounds; round++) {
         for (const p of plan) {
-          const run = await openLoop(p.target, p.rate, { durationSeconds: settings.duration, connections: settings.connections, pids: p.pids, dir });
+          const run = await p.atRate(p.rate, settings.duration);
           check(`${p.key} at ${p.rate} req/s`, run);
           half.get(p.key)!.push(run);
           log(`open-loop round ${round} ${p.key}: p50 ${ms(run.p50)} ms, p99 ${ms(run.p99)} ms`);

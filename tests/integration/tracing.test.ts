@@ -29,11 +29,16 @@ async function startStack(gatewayEnv: Record<string, string>, petEnv: Record<str
   return { keys, pets, gateway, key: keys.issue() };
 }
 
-async function stopStack(stack: Stack | undefined): Promise<void> {
-  if (!stack) return;
+/** Stops both processes (a batch processor flushes what it holds at shutdown). */
+async function stopProcesses(stack: Stack): Promise<void> {
   stack.gateway.child.kill("SIGTERM");
   await stack.gateway.exited;
   await stack.pets.stop();
+}
+
+async function stopStack(stack: Stack | undefined): Promise<void> {
+  if (!stack) return;
+  await stopProcesses(stack);
   await stack.keys.remove();
 }
 
@@ -271,9 +276,7 @@ describe("without an OTLP endpoint", () => {
     expect(stack.gateway.output()).toContain('"tracesExported":false');
     expect(stack.pets.output()).toContain('"tracesExported":false');
     // The batch processor would have sent within its default 5 s; shut both down so anything queued is flushed now.
-    stack.gateway.child.kill("SIGTERM");
-    await stack.gateway.exited;
-    await stack.pets.stop();
+    await stopProcesses(stack);
     if (!defaultReceiver) {
       skip("127.0.0.1:4318 is in use here: the default endpoint could not be watched");
       return;
@@ -309,9 +312,7 @@ describe("with OTEL_SDK_DISABLED=true", () => {
     expect(stack.gateway.output()).not.toContain(traceId);
     expect(stack.pets.output()).not.toContain(traceId);
     // Both shut down: a batch processor would flush what it held now.
-    stack.gateway.child.kill("SIGTERM");
-    await stack.gateway.exited;
-    await stack.pets.stop();
+    await stopProcesses(stack);
     expect(receiver.contentTypes()).toEqual([]);
   });
 });

@@ -276,7 +276,7 @@ async function hopVariants(o: {
   }
   // Tracing unset and disabled, built as the rows above are: the four differ in their OTEL_* alone.
   if (o.wanted("a-unset")) {
-    scenarios.push(row("a-unset", "(a) full path, memory limiter, tracing unset (no endpoint, the default: a client's traceparent passed through; wrk sends none)", await variant("unset", {}, {})));
+    scenarios.push(row("a-unset", "(a) full path, memory limiter, tracing unset (no endpoint, the default: a client's traceparent continued; wrk sends none)", await variant("unset", {}, {})));
   }
   if (o.wanted("a-notrace")) {
     const off = { OTEL_SDK_DISABLED: "true" };

@@ -8,7 +8,7 @@
  * rounds; CPU-µs per request from process.cpuUsage(), medians.
  *
  *   off      none of it: the latency observations alone (what a request cost before tracing)
- *   unset    no OTLP endpoint (the default): a client's trace passed through; these requests bring
+ *   unset    no OTLP endpoint (the default): a client's trace continued; these requests bring
  *            none, so they get no ids (lib/tracing/start.ts)
  *   ratio1   an endpoint (a sink in the parent process), parentbased_traceidratio 0.01
  *   ratio100 an endpoint, every request sampled and exported
@@ -21,7 +21,7 @@ import { endRequestSpan } from "../gateway/http/trace-requests.ts";
 import { exemplarHistogram, latencySeries } from "../lib/openmetrics.ts";
 import { tracingSettings } from "../lib/tracing/config.ts";
 import { startTracing } from "../lib/tracing/start.ts";
-import { childSpan, logCorrelation, requestContext, tracer } from "../lib/tracing/spans.ts";
+import { childSpan, logCorrelation, requestContext, startServerSpan } from "../lib/tracing/spans.ts";
 import { endQuerySpan, querySpan } from "../pet-service/store/query-span.ts";
 import { startOtlpReceiver } from "../testkit/otlp-receiver.ts";
 import { median } from "../testkit/stats.ts";
@@ -45,7 +45,7 @@ async function child(mode: Mode, sink: string): Promise<void> {
   const headers: Record<string, string> = { host: "127.0.0.1", authorization: "Bearer x", "user-agent": "wrk" };
   const traced = () => {
     const parent = propagation.extract(ROOT_CONTEXT, headers);
-    const span = tracer().startSpan("GET", { kind: SpanKind.SERVER }, parent);
+    const span = startServerSpan("GET", parent);
     if (span.isRecording()) span.setAttributes({ "http.request.method": "GET", "url.path": "/v1/pets", "pet_store.request_id": "r" });
     context.with(requestContext(span, "r"), () => {
       childSpan("limiter decision", { "pet_store.plan": "business" })?.end();
@@ -55,7 +55,7 @@ async function child(mode: Mode, sink: string): Promise<void> {
       propagation.inject(active, metadata);
       // The pet service's side of the call.
       const remote = propagation.extract(ROOT_CONTEXT, metadata);
-      const handler = tracer().startSpan("petstore.v1.PetService/ListPets", { kind: SpanKind.SERVER }, remote);
+      const handler = startServerSpan("petstore.v1.PetService/ListPets", remote);
       if (handler.isRecording()) handler.setAttributes({ "rpc.system": "grpc", "rpc.method": "ListPets" });
       context.with(requestContext(handler, "r"), () => {
         const query = querySpan("sqlite", { query: "list_pets", operation: "SELECT", table: "pets" });

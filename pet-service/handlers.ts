@@ -1,8 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span, type TextMapGetter } from "@opentelemetry/api";
+import { context, propagation, ROOT_CONTEXT, SpanStatusCode, type Span, type TextMapGetter } from "@opentelemetry/api";
 import type { Logger } from "../lib/logger.ts";
 import { latencySeries, type LatencySeries } from "../lib/openmetrics.ts";
-import { requestContext, tracer } from "../lib/tracing/spans.ts";
+import { requestContext, startServerSpan } from "../lib/tracing/spans.ts";
 import { PET_SERVICE_NAME } from "../proto/load.ts";
 import type {
   CreatePetRequest,
@@ -129,7 +129,7 @@ function unaryHandler<Req, Res>(
     const caller = callerOf?.(call.getPeer());
     const fields = caller ? { requestId, caller: caller.subject } : { requestId };
     const parent = propagation.extract(ROOT_CONTEXT, call.metadata, METADATA);
-    const span = tracer().startSpan(name, { kind: SpanKind.SERVER }, parent);
+    const span = startServerSpan(name, parent);
     const recording = span.isRecording();
     if (recording) {
       span.setAttributes({ "rpc.system": "grpc", "rpc.service": PET_SERVICE_NAME, "rpc.method": method });

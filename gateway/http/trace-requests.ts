@@ -1,6 +1,6 @@
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from "@opentelemetry/api";
+import { context, propagation, ROOT_CONTEXT, SpanStatusCode, type Span } from "@opentelemetry/api";
 import type { RequestHandler } from "express";
-import { requestContext, tracer } from "../../lib/tracing/spans.ts";
+import { requestContext, startServerSpan } from "../../lib/tracing/spans.ts";
 
 /**
  * The gateway's SERVER span of every request, continuing the client's W3C `traceparent` (and
@@ -13,7 +13,7 @@ import { requestContext, tracer } from "../../lib/tracing/spans.ts";
 export function traceRequests(): RequestHandler {
   return (req, res, next) => {
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
-    const span = tracer().startSpan(req.method, { kind: SpanKind.SERVER }, parent);
+    const span = startServerSpan(req.method, parent);
     res.locals.span = span;
     // An unrecorded span (not sampled, or no endpoint) only carries ids: nothing to fill in.
     if (span.isRecording()) {

@@ -1,4 +1,5 @@
-import { context, createContextKey, INVALID_TRACEID, ROOT_CONTEXT, trace, TraceFlags, type Attributes, type Context, type Span, type SpanKind, type Tracer } from "@opentelemetry/api";
+import { randomBytes } from "node:crypto";
+import { context, createContextKey, INVALID_TRACEID, ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
 
 /**
  * The few things both processes do with spans on the request path, kept cheap: without an OTLP
@@ -7,7 +8,20 @@ import { context, createContextKey, INVALID_TRACEID, ROOT_CONTEXT, trace, TraceF
 
 let ours: Tracer | undefined;
 /** The tracer of our own spans (one instrumentation scope for both processes); it follows the provider main.ts registers. */
-export const tracer = (): Tracer => (ours ??= trace.getTracer("pet-store-api"));
+const tracer = (): Tracer => (ours ??= trace.getTracer("pet-store-api"));
+
+/**
+ * The SERVER span of a request or call under `parent` (the caller's context, extracted). With no
+ * tracer provider (no endpoint) the API's no-op tracer hands back the caller's span context
+ * itself: this process then takes a span id of its own within the caller's trace, so its log
+ * lines, and the traceparent it passes on, name its own work, never the caller's span.
+ */
+export function startServerSpan(name: string, parent: Context): Span {
+  const span = tracer().startSpan(name, { kind: SpanKind.SERVER }, parent);
+  const caller = trace.getSpanContext(parent);
+  if (caller === undefined || span.spanContext().spanId !== caller.spanId) return span;
+  return trace.wrapSpanContext({ ...caller, spanId: randomBytes(8).toString("hex"), isRemote: false });
+}
 
 /** The id of the request being handled (X-Request-Id, or the gateway's), beside its span in the context. */
 const REQUEST_ID = createContextKey("pet-store request id");

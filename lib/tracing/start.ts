@@ -31,9 +31,9 @@ const NOT_EXPORTING: Tracing = Object.freeze({ exporting: false, shutdown: async
  *
  * With an endpoint, spans are sampled as OTEL_TRACES_SAMPLER says (parent-based by default, so a
  * client's sampled flag is honoured), batched (OTEL_BSP_*) and exported over OTLP/HTTP; every
- * request gets ids, sampled or not. Without one, no tracer provider: the API's no-op tracer passes
- * a client's span context through as it came (both processes log its trace id, the pet service
- * gets its traceparent) and a request that came without one has no ids at all, since no backend
+ * request gets ids, sampled or not. Without one, no tracer provider: a client's trace is continued
+ * with a span id of each process's own (startServerSpan; both processes log its trace id, the pet
+ * service gets its traceparent) and a request that came without one has no ids at all, since no backend
  * would ever hold its trace (its requestId joins both processes' lines, as before tracing): the
  * process pays for propagation only (README, Tracing and TLS cost, measured it at +15–30 µs per
  * request with ids of our own). (The OpenTelemetry default would export to localhost:4318.) With

@@ -262,9 +262,14 @@ describe("without an OTLP endpoint", () => {
 
   it("exports nothing, and still continues the client's trace in both processes' logs", async ({ skip }) => {
     const traceId = hex(16);
+    const clientSpanId = hex(8);
     const requestId = `trace-off-${randomUUID()}`;
-    expect((await listPets(stack, requestId, traceparent(traceId, hex(8), "01"))).status).toBe(200);
-    for (const line of await bothLines(stack, requestId)) expect(line).toMatchObject({ requestId, traceId });
+    expect((await listPets(stack, requestId, traceparent(traceId, clientSpanId, "01"))).status).toBe(200);
+    const lines = await bothLines(stack, requestId);
+    for (const line of lines) expect(line).toMatchObject({ requestId, traceId, spanId: expect.stringMatching(/^[0-9a-f]{16}$/) });
+    // Each process names its own work in the client's trace, never the client's span.
+    const spanIds = new Set([clientSpanId, ...lines.map((line) => line.spanId)]);
+    expect(spanIds.size).toBe(3);
     // A request that brings no trace gets no ids of its own (no backend would hold its trace): its
     // request id joins both processes' lines.
     const untraced = `trace-none-${randomUUID()}`;

@@ -168,7 +168,7 @@ async function main(): Promise<number> {
     }
     const summaries = new Map<string, Summary>(scenarios.map((s) => [s.key, summarize(runs.get(s)!)]));
 
-    const halfRows = await hopRowsAtRate({ scenarios, summaries, settings, check });
+    const openLoopRows = await hopRowsAtRate({ scenarios, summaries, settings, check });
     // p99 at half of bare Express's peak: the same offered rate to both; and (a) at half its own peak.
     const a = scenarios.find((s) => s.key === "a");
     if (full && a) {
@@ -190,13 +190,13 @@ async function main(): Promise<number> {
           log(`open-loop round ${round} ${p.key}: p50 ${ms(run.p50)} ms, p99 ${ms(run.p99)} ms`);
         }
       }
-      for (const p of plan) halfRows.push({ key: p.key, label: p.label, summary: summarize(half.get(p.key)!) });
+      for (const p of plan) openLoopRows.push({ key: p.key, label: p.label, summary: summarize(half.get(p.key)!) });
     }
 
     const markdown = benchReport({
       settings,
       scenarios: scenarios.map((s) => ({ key: s.key, label: s.label, summary: summaries.get(s.key)! })),
-      halfRows,
+      openLoopRows,
       ...(monitor && {
         redis: {
           monitor,

@@ -9,7 +9,8 @@ import { atRateKey } from "./hop-at-rate.ts";
 export interface ReportInput {
   settings: { rounds: number; duration: number; connections: number; monitorRequests: number; memoryHits: number };
   scenarios: { key: string; label: string; summary: Summary }[];
-  halfRows: { key: string; label: string; summary: Summary }[];
+  /** Rows offered one constant rate, open loop: the hop rows at one rate, (a) and (b) at half peak. */
+  openLoopRows: { key: string; label: string; summary: Summary }[];
   redis?: { monitor: { a: number; c: number; d: number }; a: CommandCounts; c: CommandCounts; memory: MemoryReport };
   notMeasured: string[];
   machine: string;
@@ -28,7 +29,7 @@ const THROUGHPUT_VS_GO = 1.3;
 const TRACING_1PCT_US = 15;
 
 export function benchReport(r: ReportInput): string {
-  const get = (key: string) => [...r.scenarios, ...r.halfRows].find((s) => s.key === key)?.summary;
+  const get = (key: string) => [...r.scenarios, ...r.openLoopRows].find((s) => s.key === key)?.summary;
   const bare = get("b");
   const ratio = (s: Summary) => (bare ? s.rps / bare.rps : undefined);
   const lines = [
@@ -41,7 +42,7 @@ export function benchReport(r: ReportInput): string {
     "",
     ...TABLE_HEADER,
     ...r.scenarios.map((s) => tableRow(s.label, s.summary, ["g", "h", "k"].includes(s.key) || s.key.startsWith("client-") ? undefined : ratio(s.summary))),
-    ...r.halfRows.map((s) => tableRow(s.label, s.summary, undefined)),
+    ...r.openLoopRows.map((s) => tableRow(s.label, s.summary, undefined)),
     "",
     "Targets (issue 18; 2 cores, everything local, same rounds):",
     ...targetLines(get),

@@ -1,7 +1,7 @@
 import type { Run } from "./load.ts";
-import { log } from "./processes.ts";
-import { runLine, summarize, type Summary } from "./report.ts";
-import { roundOrder, type Scenario } from "./scenario.ts";
+import { measureOpenLoop } from "./open-loop-rows.ts";
+import type { ReportRow, Summary } from "./report.ts";
+import type { Scenario } from "./scenario.ts";
 import { fmt } from "../testkit/stats.ts";
 
 /** Issue 21's rows: the same full path with tracing disabled, unset, on at 1 % and 100 %, and with mTLS on the hop. */
@@ -23,22 +23,15 @@ export async function hopRowsAtRate(o: {
   summaries: ReadonlyMap<string, Summary>;
   settings: { rounds: number; duration: number };
   check: (name: string, run: Run) => void;
-}): Promise<{ key: string; label: string; summary: Summary }[]> {
+}): Promise<ReportRow[]> {
   const hop = o.scenarios.filter((s) => (HOP_KEYS as readonly string[]).includes(s.key) && s.atRate);
   if (hop.length < 2) return [];
   const rate = Math.max(1, Math.round(Math.min(...hop.map((s) => o.summaries.get(s.key)!.rps)) / 2));
-  const runs = new Map<Scenario, Run[]>(hop.map((s) => [s, []]));
-  for (let round = 1; round <= o.settings.rounds; round++) {
-    for (const s of roundOrder(hop, round)) {
-      const run = await s.atRate!(rate, o.settings.duration);
-      o.check(`${s.key} at ${rate} req/s`, run);
-      runs.get(s)!.push(run);
-      log(`open-loop round ${round} ${s.key}: ${runLine(run)}`);
-    }
-  }
-  return hop.map((s) => ({
+  const plan = hop.map((s) => ({
     key: atRateKey(s.key),
     label: `(${s.key}) at ${fmt(rate)} req/s offered (half the slowest tracing/TLS row's peak, open loop)`,
-    summary: summarize(runs.get(s)!),
+    rate,
+    atRate: s.atRate!,
   }));
+  return measureOpenLoop(plan, o);
 }

@@ -27,6 +27,13 @@ export interface Summary {
   runs: Run[];
 }
 
+/** One row of the table: a scenario's (or an open-loop run's) key, label and summary over the rounds. */
+export interface ReportRow {
+  key: string;
+  label: string;
+  summary: Summary;
+}
+
 /** One run's CPU-µs per request by kind of process (replicas of one kind added up: "pet:0" + "pet:1" = "pet"). */
 export function cpuByKind(run: Run): Record<string, number> {
   const byKind: Record<string, number> = {};

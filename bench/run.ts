@@ -14,8 +14,8 @@
  *
  * Then issue 21's rows (tracing, TLS on the hop) at one offered rate below all their peaks
  * (hop-at-rate.ts); (b) at half of its median peak rate and (a) at that same rate, offered
- * open-loop at a constant rate, to compare p99 under moderate load; Redis commands per request;
- * limiter memory.
+ * open-loop at a constant rate (open-loop-rows.ts, the order rotating from round to round), to
+ * compare p99 under moderate load; Redis commands per request; limiter memory.
  *
  * Prints one markdown table (medians over the rounds), the targets with ✅/❌ and the machine.
  * `--readme` also writes it into README.md's "## Benchmarks" section. `--smoke` is CI's quick
@@ -41,10 +41,11 @@ import { log, stopAll } from "./processes.ts";
 import { commandDelta, commandStats, commandsPerRequest, limiterMemory, summarizeCounts, type CommandCounts } from "./redis-stats.ts";
 import { machine, runLine, summarize, writeReadmeSection, type Summary } from "./report.ts";
 import { hopRowsAtRate } from "./hop-at-rate.ts";
+import { measureOpenLoop } from "./open-loop-rows.ts";
 import { benchReport } from "./targets.ts";
 import { roundOrder, type Scenario } from "./scenario.ts";
 import { buildScenarios } from "./scenarios.ts";
-import { fmt, ms, today } from "../testkit/stats.ts";
+import { fmt, today } from "../testkit/stats.ts";
 
 const { values: flags } = parseArgs({
   options: {
@@ -181,16 +182,7 @@ async function main(): Promise<number> {
         { key: "aHalf", label: `(a) at half peak: ${fmt(halfRate)} req/s offered`, rate: halfRate, atRate: a.atRate! },
         { key: "aOwnHalf", label: `(a) at half its own peak: ${fmt(ownHalfRate)} req/s offered`, rate: ownHalfRate, atRate: a.atRate! },
       ];
-      const half = new Map<string, Run[]>(plan.map((p) => [p.key, []]));
-      for (let round = 1; round <= settings.rounds; round++) {
-        for (const p of plan) {
-          const run = await p.atRate(p.rate, settings.duration);
-          check(`${p.key} at ${p.rate} req/s`, run);
-          half.get(p.key)!.push(run);
-          log(`open-loop round ${round} ${p.key}: p50 ${ms(run.p50)} ms, p99 ${ms(run.p99)} ms`);
-        }
-      }
-      for (const p of plan) openLoopRows.push({ key: p.key, label: p.label, summary: summarize(half.get(p.key)!) });
+      openLoopRows.push(...(await measureOpenLoop(plan, { settings, check })));
     }
 
     const markdown = benchReport({

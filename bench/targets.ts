@@ -1,5 +1,5 @@
 import type { CommandCounts, MemoryReport } from "./redis-stats.ts";
-import { cpuByKind, ok, TABLE_HEADER, tableRow, type Summary } from "./report.ts";
+import { cpuByKind, ok, TABLE_HEADER, tableRow, type ReportRow, type Summary } from "./report.ts";
 import { fmt, median } from "../testkit/stats.ts";
 import type { Run } from "./load.ts";
 import { atRateKey } from "./hop-at-rate.ts";
@@ -8,9 +8,9 @@ import { atRateKey } from "./hop-at-rate.ts";
 
 export interface ReportInput {
   settings: { rounds: number; duration: number; connections: number; monitorRequests: number; memoryHits: number };
-  scenarios: { key: string; label: string; summary: Summary }[];
+  scenarios: ReportRow[];
   /** Rows offered one constant rate, open loop: the hop rows at one rate, (a) and (b) at half peak. */
-  openLoopRows: { key: string; label: string; summary: Summary }[];
+  openLoopRows: ReportRow[];
   redis?: { monitor: { a: number; c: number; d: number }; a: CommandCounts; c: CommandCounts; memory: MemoryReport };
   notMeasured: string[];
   machine: string;

@@ -16,7 +16,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
-import { BATCHED_DESTINATION } from "../lib/logger.ts";
+import { batchedDestination } from "../lib/logger.ts";
 import { petServiceHandlers } from "../pet-service/handlers.ts";
 import { SqlitePetStore } from "../pet-service/store/sqlite/store.ts";
 import { cpuSince, fmt, median, today } from "../testkit/stats.ts";
@@ -36,7 +36,7 @@ try {
     "no log line (silent)": petServiceHandlers({ store, logger: pino({ level: "silent" }) }),
     "batched (lib/logger.ts)": petServiceHandlers({
       store,
-      logger: logger(pino.destination({ dest: file("batched"), ...BATCHED_DESTINATION })),
+      logger: logger(batchedDestination(file("batched"))),
     }),
     "pino's default asynchronous": petServiceHandlers({ store, logger: logger(pino.destination({ dest: file("default"), sync: false })) }),
   };

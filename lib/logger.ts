@@ -4,15 +4,36 @@ import { logCorrelation } from "./tracing/spans.ts";
 
 export type { Logger };
 
+type Destination = ReturnType<typeof pino.destination>;
+
 /**
- * stdout, written asynchronously and in batches: a line waits until 4 KiB are pending or 10 ms
- * have passed, so one write through libuv's thread pool carries many lines. With pino's default
- * (an asynchronous write per line whenever none is in flight) the pet service's ListPets handler
- * took 155 CPU-µs per call, with this 124, logging nothing 125 (npm run bench:handler; README, Performance notes).
- * pino writes what is pending synchronously when the process exits; only a SIGKILL can lose
- * lines, the last 10 ms of them at most. One per process, shared by every logger (one timer).
+ * A destination written asynchronously and in batches: a line waits until 4 KiB are pending or
+ * 10 ms have passed, so one write through libuv's thread pool carries many lines. With pino's
+ * default (an asynchronous write per line whenever none is in flight) the pet service's ListPets
+ * handler took 155 CPU-µs per call, with this 124, logging nothing 125 (npm run bench:handler;
+ * README, Performance notes). pino writes what is pending synchronously when the process exits;
+ * only a SIGKILL can lose lines, the last 10 ms of them at most.
+ *
+ * The 10 ms timer runs only while lines wait: sonic-boom's own `periodicFlush` flushes on an
+ * interval whether anything is pending or not, an empty write through the thread pool every
+ * 10 ms, which kept an idle process at about 2 % of a core (README, Performance notes).
  */
-export const BATCHED_DESTINATION = { sync: false, minLength: 4096, periodicFlush: 10 } as const;
+export function batchedDestination(dest: number | string): Destination {
+  const stream = pino.destination({ dest, sync: false, minLength: 4096 });
+  const write = stream.write.bind(stream);
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    timer = undefined;
+    // A destroyed stream's flush throws; sonic-boom sets `destroyed` but its typings leave it out.
+    if (!(stream as Destination & { destroyed?: boolean }).destroyed) stream.flush();
+  };
+  stream.write = (data: string) => {
+    const accepted = write(data);
+    timer ??= setTimeout(flush, 10).unref();
+    return accepted;
+  };
+  return stream;
+}
 
 /**
  * A person at a terminal (`npm start`) reads lines, not JSON: pino-pretty, one line per entry
@@ -24,7 +45,8 @@ const readable = process.stdout.isTTY
   : undefined;
 
 let stdout: DestinationStream | undefined;
-const batchedStdout = (): DestinationStream => (stdout ??= readable ?? pino.destination({ dest: 1, ...BATCHED_DESTINATION }));
+/** One per process, shared by every logger (one timer). */
+const batchedStdout = (): DestinationStream => (stdout ??= readable ?? batchedDestination(1));
 
 /**
  * JSON logs on stdout (readable lines on a terminal). Credentials are redacted wherever they

@@ -1,8 +1,6 @@
 import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter as JsonExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { OTLPTraceExporter as ProtobufExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { defaultResource, detectResources, resourceAttributesEnvDetector, resourceFromAttributes, serviceNameEnvDetector } from "@opentelemetry/resources";
 import {
   AlwaysOffSampler,
@@ -14,6 +12,7 @@ import {
   type Sampler,
 } from "@opentelemetry/sdk-trace";
 import type { SamplerName, TracingSettings } from "./config.ts";
+import { WorkerSpanExporter } from "./worker-exporter.ts";
 
 export interface Tracing {
   /** True when spans are recorded and exported (an OTLP endpoint is set). */
@@ -30,7 +29,8 @@ const NOT_EXPORTING: Tracing = Object.freeze({ exporting: false, shutdown: async
  * span carried by AsyncLocalStorage, and, with an endpoint, a tracer provider.
  *
  * With an endpoint, spans are sampled as OTEL_TRACES_SAMPLER says (parent-based by default, so a
- * client's sampled flag is honoured), batched (OTEL_BSP_*) and exported over OTLP/HTTP; every
+ * client's sampled flag is honoured), batched (OTEL_BSP_*) and exported over OTLP/HTTP from a
+ * worker thread (worker-exporter.ts); every
  * request gets ids, sampled or not. Without one, no tracer provider: a client's trace is continued
  * with a span id of each process's own (startServerSpan; both processes log its trace id, the pet
  * service gets its traceparent) and a request that came without one has no ids at all, since no backend
@@ -47,7 +47,7 @@ export function startTracing(serviceName: string, settings: TracingSettings): Tr
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const { url } = settings;
   if (!url) return NOT_EXPORTING;
-  const exporter = settings.protocol === "http/json" ? new JsonExporter({ url }) : new ProtobufExporter({ url });
+  const exporter = new WorkerSpanExporter({ url, protocol: settings.protocol });
   const provider = new TracerProvider({
     // The process's own name unless OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) says otherwise.
     resource: defaultResource()

@@ -18,6 +18,7 @@ import {
   startGateway,
   startGoGateway,
   startPetService,
+  tracedEnv,
   type Service,
 } from "./stack.ts";
 
@@ -266,7 +267,7 @@ async function hopVariants(o: {
   if (o.wanted("a-otel1") || o.wanted("a-otel100")) {
     const sink = await startOtlpReceiver({ decode: false });
     o.cleanUps.push(() => sink.close());
-    const traced = (ratio: string) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: ratio });
+    const traced = (ratio: string) => tracedEnv(sink.url, ratio);
     if (o.wanted("a-otel1")) {
       scenarios.push(row("a-otel1", "(a) full path, memory limiter, tracing on: OTLP/HTTP protobuf to a local sink, 1 % of requests sampled", await variant("otel1", traced("0.01"), traced("0.01"))));
     }

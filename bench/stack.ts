@@ -16,6 +16,13 @@ export interface Service {
   address: string;
 }
 
+/** Tracing on, both processes exporting to `sinkUrl` (an OTLP receiver), sampling `ratio` of new traces. */
+export const tracedEnv = (sinkUrl: string, ratio: string): Record<string, string> => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl,
+  OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+  OTEL_TRACES_SAMPLER_ARG: ratio,
+});
+
 /** `--cpu-prof` into profileDir/name when profiling. */
 const profileArgs = (profileDir: string | undefined, name: string): string[] =>
   profileDir ? ["--cpu-prof", "--cpu-prof-dir", path.resolve(profileDir, name)] : [];

@@ -4,12 +4,13 @@ import { expect, it } from "vitest";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
-/**
- * CI's smoke of `npm run bench`: the script still starts everything, drives every scenario and
- * prints its table. Benchmarks are not timed tests: nothing here asserts anything about speed.
- */
-it("runs bench/run.ts --smoke to the end and prints the table with every scenario", async () => {
-  const child = spawn(process.execPath, ["bench/run.ts", "--smoke"], {
+// CI's smoke of `npm run bench` and `npm run bench:hop`: each script still starts everything,
+// drives every scenario and prints its table. Benchmarks are not timed tests: nothing here
+// asserts anything about speed.
+
+/** Runs a bench script on this runtime to its end: its exit code and output. */
+async function runBench(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     // Not our REDIS_URL, PETS_DB, …: the bench starts and configures everything itself.
     env: Object.fromEntries(["PATH", "HOME", "TMPDIR", "LANG"].flatMap((k) => (process.env[k] ? [[k, process.env[k]!]] : []))),
@@ -19,10 +20,14 @@ it("runs bench/run.ts --smoke to the end and prints the table with every scenari
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  const killer = setTimeout(() => child.kill("SIGKILL"), 140_000);
+  const killer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
   clearTimeout(killer);
+  return { code, stdout, stderr };
+}
 
+it("runs bench/run.ts --smoke to the end and prints the table with every scenario", async () => {
+  const { code, stdout, stderr } = await runBench(["bench/run.ts", "--smoke"], 140_000);
   expect(code, `bench exited with ${code}:\n${stderr}`).toBe(0);
   expect(stdout).toContain("| Scenario | req/s (median) | p50 ms | p99 ms | vs (b) |");
   for (const row of [
@@ -46,3 +51,13 @@ it("runs bench/run.ts --smoke to the end and prints the table with every scenari
   expect(stdout).toMatch(/Round trips per request \(MONITOR, \d+ sequential requests each\): 1\.00 \(a\), 1\.00 \(c\), 1\.00 \(d\)/);
   expect(stdout).toMatch(/Limiter memory per key at 100,000\/day: [\d,]+ bytes/);
 }, 150_000);
+
+it("runs bench/hop-side-by-side.ts (npm run bench:hop) for one short round and prints a row per configuration", async () => {
+  const { code, stdout, stderr } = await runBench(["bench/hop-side-by-side.ts", "--rounds", "1", "--duration", "1", "--warmup", "1", "--rate", "50"], 80_000);
+  expect(code, `bench:hop exited with ${code}:\n${stderr}`).toBe(0);
+  expect(stdout).toContain("| configuration | gateway | pet service | both | over unset | over disabled |");
+  for (const row of ["| tracing unset (the default", "| tracing disabled (", "| endpoint set, `always_off`", "| tracing on, `parentbased_traceidratio` 0.01"]) {
+    expect(stdout).toContain(row);
+  }
+  expect(stdout).toMatch(/\| tracing on, `parentbased_traceidratio` 0\.01[^|]*\| [\d,]+ \| [\d,]+ \| [\d,]+ \| [+−][\d,]+ \(/);
+}, 90_000);

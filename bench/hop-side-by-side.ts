@@ -24,7 +24,7 @@ import { openLoop, type HttpTarget } from "./load.ts";
 import { log, stopAll } from "./processes.ts";
 import { machine } from "./report.ts";
 import { roundOrder } from "./scenario.ts";
-import { seedPets, startGateway, startPetService, tracedEnv } from "./stack.ts";
+import { startSqliteStack, tracedEnv } from "./stack.ts";
 
 const { values } = parseArgs({
   options: { rate: { type: "string", default: "400" }, rounds: { type: "string", default: "10" }, duration: { type: "string", default: "10" }, warmup: { type: "string", default: "10" } },
@@ -48,10 +48,7 @@ const CONFIGURATIONS = [
 
 let started = 0;
 async function startStack(env: Record<string, string>) {
-  const name = `stack-${++started}`;
-  const pet = await startPetService({ dir, name: `pet-service-${name}`, db: path.join(dir, `${name}.sqlite`), logLevel: "info", env });
-  const front = await startGateway({ dir, name: `gateway-${name}`, petAddress: pet.address, keysDir, logLevel: "info", env });
-  await seedPets(front.address, auth, 20);
+  const { pet, front } = await startSqliteStack({ dir, keysDir, name: `stack-${++started}`, auth, seed: 20, logLevel: "info", petEnv: env, gatewayEnv: env });
   const target: HttpTarget = { url: `${front.address}/v1/pets?limit=20`, headers: auth, status: 200 };
   return { target, pids: { gateway: front.proc.pid, pet: pet.proc.pid }, stop: () => Promise.all([front.proc.stop(), pet.proc.stop()]) };
 }

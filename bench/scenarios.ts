@@ -18,6 +18,7 @@ import {
   startGateway,
   startGoGateway,
   startPetService,
+  startSqliteStack,
   tracedEnv,
   type Service,
 } from "./stack.ts";
@@ -256,12 +257,8 @@ async function hopVariants(o: {
   http: (key: string, label: string, target: HttpTarget, front: Service, withRedis: boolean, viaPet: boolean, petService: Service) => Scenario;
   list: (s: Service) => HttpTarget;
 }): Promise<Scenario[]> {
-  const variant = async (name: string, petEnv: Record<string, string>, gatewayEnv: Record<string, string>, credentials?: grpc.ChannelCredentials) => {
-    const pet = await startPetService({ dir: o.dir, name: `pet-service-${name}`, db: path.join(o.dir, `pets-${name}.sqlite`), logLevel: LOG_LEVEL, env: petEnv, ...(credentials && { credentials }), ...o.profile });
-    const front = await startGateway({ dir: o.dir, name: `gateway-${name}`, petAddress: pet.address, keysDir: o.keysDir, logLevel: LOG_LEVEL, env: gatewayEnv, ...o.profile });
-    await seedPets(front.address, o.auth, o.settings.seed);
-    return { front, pet };
-  };
+  const variant = (name: string, petEnv: Record<string, string>, gatewayEnv: Record<string, string>, credentials?: grpc.ChannelCredentials) =>
+    startSqliteStack({ dir: o.dir, keysDir: o.keysDir, name, auth: o.auth, seed: o.settings.seed, logLevel: LOG_LEVEL, petEnv, gatewayEnv, ...(credentials && { credentials }), ...o.profile });
   const row = (key: string, label: string, { front, pet }: { front: Service; pet: Service }) => o.http(key, label, o.list(front), front, false, true, pet);
   const scenarios: Scenario[] = [];
   if (o.wanted("a-otel1") || o.wanted("a-otel100")) {

@@ -119,6 +119,29 @@ export async function seedPets(gatewayUrl: string, headers: Record<string, strin
   }
 }
 
+/**
+ * A pet service on its own SQLite file and a gateway (memory limiter) in front of it, named
+ * `pet-service-<name>` and `gateway-<name>`, with `seed` pets created through the gateway.
+ */
+export async function startSqliteStack(o: {
+  dir: string;
+  keysDir: string;
+  name: string;
+  auth: Record<string, string>;
+  seed: number;
+  logLevel: string;
+  petEnv: Record<string, string>;
+  gatewayEnv: Record<string, string>;
+  credentials?: grpc.ChannelCredentials;
+  profileDir?: string;
+}): Promise<{ pet: Service; front: Service }> {
+  const { dir, name, logLevel, profileDir } = o;
+  const pet = await startPetService({ dir, name: `pet-service-${name}`, db: path.join(dir, `pets-${name}.sqlite`), logLevel, env: o.petEnv, ...(o.credentials && { credentials: o.credentials }), ...(profileDir && { profileDir }) });
+  const front = await startGateway({ dir, name: `gateway-${name}`, petAddress: pet.address, keysDir: o.keysDir, logLevel, env: o.gatewayEnv, ...(profileDir && { profileDir }) });
+  await seedPets(front.address, o.auth, o.seed);
+  return { pet, front };
+}
+
 /** One unary call with fixed request bytes; resolves with the reply's bytes (rejects on any gRPC error). */
 export async function rawCall(address: string, method: PetMethod, request: Buffer): Promise<Buffer> {
   const client = new grpc.Client(address, grpc.credentials.createInsecure());

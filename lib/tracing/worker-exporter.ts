@@ -61,8 +61,8 @@ function wireSpan(span: ReadableSpan): WireSpan {
  * 5 s from a service's main thread, as the exporter's batches are, added about 15 CPU-µs to every
  * request that process served, and the same request from a worker thread nothing measurable. Most
  * likely, the client's sockets and streams share Node's stream code with the server's, whose
- * optimised code then serves both kinds of object; a worker has a V8 isolate of its own. The batch span processor
- * stays on the main thread: it hands finished spans here, as data, when a batch is due.
+ * optimised code then serves both kinds of object; a worker has a V8 isolate of its own. The batch
+ * span processor stays on the main thread: it hands finished spans here, as data, when a batch is due.
  */
 export class WorkerSpanExporter implements SpanExporter {
   readonly #worker: Worker;

@@ -21,7 +21,7 @@ export const PET_SERVICE_ENV = z
       .string()
       .refine((v) => !isOtherUrl(v), "must be a SQLite file path or a postgres:// (postgresql://) URL")
       .default("data/pets.sqlite"),
-    /** PostgreSQL only: connections per replica, at most (plus one for health pings). Size it so replicas × (this + 1) stays under the server's max_connections. */
+    /** PostgreSQL only: connections per replica, all opened at start (plus one for health pings). Size it so replicas × (this + 1) stays under the server's max_connections. */
     PETS_DB_POOL_SIZE: integer(DEFAULT_POOL_SIZE, "an integer 1..1000", 1, 1000),
     /** HTTP port for GET /metrics (Prometheus) and GET /healthz; unset = no HTTP listener. */
     METRICS_PORT: port(0).unwrap().optional(),

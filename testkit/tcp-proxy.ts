@@ -18,10 +18,20 @@ export interface TcpProxy {
    * than one that is gone.
    */
   freeze(): void;
+  /**
+   * New connections are accepted and left silent, those already relayed go on: a server that
+   * has become slow to take connections (a busy host, a DNS or network hiccup) but still serves.
+   */
+  stallNew(): void;
   close(): Promise<void>;
 }
 
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+export interface TcpProxyOptions {
+  /** Connections relayed at once, at most; more are reset at once (a server out of connection slots). */
+  maxConnections?: number;
+}
+
+export async function startTcpProxy(target: { host: string; port: number }, options: TcpProxyOptions = {}): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   const pairs = new Set<[net.Socket, net.Socket]>();
   const track = (socket: net.Socket) => {
@@ -29,10 +39,15 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     socket.once("close", () => sockets.delete(socket));
   };
   let frozen = false;
+  let stalling = false;
   const server = net.createServer((client) => {
-    if (frozen) {
+    if (frozen || stalling) {
       track(client);
       client.pause();
+      return;
+    }
+    if (options.maxConnections !== undefined && pairs.size >= options.maxConnections) {
+      client.resetAndDestroy();
       return;
     }
     const upstream = net.connect(target.port, target.host);
@@ -72,6 +87,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         upstream.pause();
       }
     },
+    stallNew: () => void (stalling = true),
     close: async () => (server.listening ? cut() : undefined),
   };
 }

@@ -11,8 +11,8 @@ import { EXPIRED_KEYS_PER_CREATE } from "../sqlite/idempotency.ts";
 import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, type NewPet, type Pet, type PetRow, type PetStore } from "../pet-store.ts";
 
 /**
- * Connection settings. The pool is bounded (PETS_DB_POOL_SIZE); a connection that cannot be made
- * within 2 s fails (the database is unreachable: fail fast, never queue for ever); a statement
+ * Connection settings. The pool holds PETS_DB_POOL_SIZE connections, opened at start (fillPool);
+ * a connection that cannot be made within 2 s fails (the database is unreachable: fail fast, never queue for ever); a statement
  * waits at most 3 s for a lock another session holds (then the write is refused as `busy`, as
  * SQLite's busy_timeout does) and runs at most 5 s on the server, and the client gives up on an
  * answer after 6 s (a network that swallows packets). TCP keepalive finds dead connections
@@ -102,11 +102,29 @@ const QUERY_SHAPES: Readonly<Record<QueryKey, QueryShape>> = {
   ping: { query: QUERY_NAMES.ping, operation: "SELECT" },
 };
 
+/**
+ * Opens all `size` connections of the pool now, the way HikariCP keeps a fixed-size pool: when
+ * every pooled connection is busy and the pool has room, pg-pool opens a new connection for the
+ * waiting call and holds that call on it, even when another connection frees up a millisecond
+ * later, so a slow connect (a busy database host, a DNS hiccup while a replica dies) made calls
+ * wait the full 2 s and fail (504 at the gateway). Full, the pool queues a call for the first
+ * connection released. A connection that cannot be opened now is logged and opened on demand
+ * later, as one that breaks is.
+ */
+async function fillPool(pool: pg.Pool, size: number, logger: Logger | undefined): Promise<void> {
+  const opened = await Promise.allSettled(Array.from({ length: size }, () => pool.connect()));
+  for (const result of opened) if (result.status === "fulfilled") result.value.release();
+  const failed = opened.flatMap((result) => (result.status === "rejected" ? [result.reason as Error] : []));
+  if (failed.length > 0) {
+    logger?.warn({ opened: size - failed.length, size, err: { code: (failed[0] as { code?: unknown }).code, message: failed[0]!.message } }, "database pool not filled at start");
+  }
+}
+
 /** A replay lookup can miss when the live key expired between the two statements: try again, a few times. */
 const CREATE_ONCE_ATTEMPTS = 3;
 
 export interface PostgresPetStoreOptions {
-  /** Connections in the pool, at most (default DEFAULT_POOL_SIZE). */
+  /** Connections in the pool, opened at start (default DEFAULT_POOL_SIZE). */
   poolSize?: number;
   /** Optional: every statement timed by query name, the pool's connections counted (pet-service/metrics.ts). */
   metrics?: Pick<PetServiceMetrics, "postgresQueryDuration" | "observePostgresPool">;
@@ -144,7 +162,9 @@ export class PostgresPetStore implements PetStore {
 
   /** Connects to `url` (postgres://…), migrates the schema under the advisory lock, loads the page-token secret. */
   static async open(url: string, options: PostgresPetStoreOptions = {}): Promise<PostgresPetStore> {
-    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? DEFAULT_POOL_SIZE, ...POOL_SETTINGS });
+    const size = options.poolSize ?? DEFAULT_POOL_SIZE;
+    // min = max: connections the pool holds are never closed for being idle (fillPool).
+    const pool = new pg.Pool({ connectionString: url, max: size, min: size, ...POOL_SETTINGS });
     const pingPool = new pg.Pool({ connectionString: url, max: 1, ...POOL_SETTINGS });
     // An idle connection that breaks (the server restarts) is dropped by the pool, which then emits
     // this; unhandled, it would end the process.
@@ -156,6 +176,7 @@ export class PostgresPetStore implements PetStore {
       // The first replica to get here creates the secret; every other one reads that one.
       await pool.query("INSERT INTO secrets (name, value) VALUES ('page_token', $1) ON CONFLICT (name) DO NOTHING", [randomBytes(32)]);
       const { rows } = await pool.query<{ value: Buffer }>("SELECT value FROM secrets WHERE name = 'page_token'");
+      await fillPool(pool, size, options.logger);
       const histogram = options.metrics?.postgresQueryDuration;
       const timers = histogram ? Object.fromEntries(Object.entries(QUERY_NAMES).map(([key, query]) => [key, latencySeries(histogram, { query })])) : {};
       options.metrics?.observePostgresPool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }));

@@ -1,9 +1,12 @@
+import { Writable } from "node:stream";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pino from "pino";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { StorageUnavailableError, type PetStore } from "../../../../../pet-service/store/pet-store.ts";
 import { POSTGRES_STATEMENTS, PostgresPetStore } from "../../../../../pet-service/store/postgres/store.ts";
 import { postgresTransferTarget } from "../../../../../pet-service/store/postgres/transfer.ts";
 import { createTestDatabase, type TestDatabase } from "../../../../../testkit/postgres.ts";
+import { startTcpProxy, viaProxy, type TcpProxy } from "../../../../../testkit/tcp-proxy.ts";
 import { petStoreConformance } from "../conformance.ts";
 
 petStoreConformance("PostgreSQL", async () => {
@@ -164,5 +167,54 @@ describe("PostgreSQL under load", () => {
       await db.query("DROP TRIGGER stall ON pets");
     }
     expect(await store.list({ limit: 1 })).toEqual([]);
+  });
+});
+
+describe("PostgreSQL connection pool", () => {
+  let db: TestDatabase;
+  let proxy: TcpProxy | undefined;
+  let store: PostgresPetStore | undefined;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterEach(async () => {
+    await store?.close();
+    await proxy?.close();
+    [store, proxy] = [undefined, undefined];
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  const ourConnections = async () =>
+    (await db.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pet-service'", [db.name]))[0]!.n;
+
+  it("opens all PETS_DB_POOL_SIZE connections at start", async () => {
+    store = await PostgresPetStore.open(db.url, { poolSize: 4 });
+    expect(await ourConnections()).toBe("4");
+  });
+
+  // pg-pool holds a call that finds every connection busy on a NEW connection while the pool has
+  // room; a database slow to accept connections then failed calls that a connection freed a
+  // moment later could have served (504s in the compose test when a replica was killed).
+  it("with every connection busy, calls wait for one of them, not for a new connection that hangs", { timeout: 20_000 }, async () => {
+    proxy = await startTcpProxy({ host: "127.0.0.1", port: 5432 });
+    store = await PostgresPetStore.open(viaProxy(db.url, proxy), { poolSize: 3 });
+    proxy.stallNew();
+    const results = await Promise.allSettled(Array.from({ length: 30 }, () => store!.list({ limit: 1 })));
+    expect(results.filter((r) => r.status === "rejected")).toEqual([]);
+  });
+
+  it("starts with the connections it could open and says so when the server has no room for all", async () => {
+    proxy = await startTcpProxy({ host: "127.0.0.1", port: 5432 }, { maxConnections: 2 });
+    const lines: string[] = [];
+    const logger = pino({ level: "warn" }, new Writable({ write: (chunk: Buffer, _enc, done) => done(void lines.push(chunk.toString())) }));
+    store = await PostgresPetStore.open(viaProxy(db.url, proxy), { poolSize: 5, logger });
+    expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([
+      expect.objectContaining({ msg: "database pool not filled at start", opened: 2, size: 5 }),
+    ]);
+    // One call after another: each finds one of the two connections idle.
+    for (let i = 0; i < 6; i++) expect(await store.list({ limit: 1 })).toEqual([]);
   });
 });

@@ -12,6 +12,8 @@
  * under the same moment of a shared host.
  *
  * Flags: --rate R (per configuration, 400 req/s) --rounds N (10) --duration S (10) --warmup S (10)
+ * --threads (a second table: each process's CPU per request by kind of thread, from
+ * /proc/<pid>/task: the event loop, V8's helpers, the thread pool, the exporter's worker)
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -19,6 +21,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ensureKeyPair, issueKey } from "../keys/index.ts";
 import { startOtlpReceiver } from "../testkit/otlp-receiver.ts";
+import { threadCpuMicros } from "../testkit/cpu.ts";
 import { fmt, median, today } from "../testkit/stats.ts";
 import { openLoop, type HttpTarget } from "./load.ts";
 import { log, stopAll } from "./processes.ts";
@@ -27,7 +30,13 @@ import { roundOrder } from "./scenario.ts";
 import { startSqliteStack, tracedEnv } from "./stack.ts";
 
 const { values } = parseArgs({
-  options: { rate: { type: "string", default: "400" }, rounds: { type: "string", default: "10" }, duration: { type: "string", default: "10" }, warmup: { type: "string", default: "10" } },
+  options: {
+    rate: { type: "string", default: "400" },
+    rounds: { type: "string", default: "10" },
+    duration: { type: "string", default: "10" },
+    warmup: { type: "string", default: "10" },
+    threads: { type: "boolean", default: false },
+  },
 });
 const [rate, rounds, duration, warmup] = [values.rate, values.rounds, values.duration, values.warmup].map(Number) as [number, number, number, number];
 
@@ -55,6 +64,19 @@ async function startStack(env: Record<string, string>) {
 
 type Cpu = { gateway: number; pet: number };
 const perRound = new Map<string, Cpu[]>(CONFIGURATIONS.map((c) => [c.key, []]));
+/** --threads: per configuration, "process: thread kind" → CPU-µs per request, one per round. */
+const perThread = new Map<string, Map<string, number[]>>(CONFIGURATIONS.map((c) => [c.key, new Map()]));
+type Pids = Record<"gateway" | "pet", number>;
+const threadsOf = (pids: Pids) => Object.entries(pids).map(([proc, pid]) => ({ proc, pid, cpu: threadCpuMicros(pid) }));
+function recordThreads(key: string, before: ReturnType<typeof threadsOf>, requests: number): void {
+  for (const { proc, pid, cpu } of before) {
+    for (const [kind, us] of threadCpuMicros(pid)) {
+      const row = `${proc}: ${kind}`;
+      const rounds = perThread.get(key)!;
+      rounds.set(row, [...(rounds.get(row) ?? []), (us - (cpu.get(kind) ?? 0)) / requests]);
+    }
+  }
+}
 try {
   for (let round = 1; round <= rounds; round++) {
     const stacks = new Map<string, Awaited<ReturnType<typeof startStack>>>();
@@ -62,10 +84,12 @@ try {
     const offer = (seconds: number) =>
       Promise.all(CONFIGURATIONS.map((c) => openLoop(stacks.get(c.key)!.target, rate, { durationSeconds: seconds, connections: 8, pids: stacks.get(c.key)!.pids, dir })));
     await offer(warmup);
+    const threadsBefore = values.threads ? CONFIGURATIONS.map((c) => threadsOf(stacks.get(c.key)!.pids)) : [];
     const runs = await offer(duration);
     runs.forEach((run, i) => {
       if (run.failures) throw new Error(`${CONFIGURATIONS[i]!.key}: ${run.failures} failed requests of ${run.requests}`);
       perRound.get(CONFIGURATIONS[i]!.key)!.push({ gateway: run.cpuPerRequest.gateway!, pet: run.cpuPerRequest.pet! });
+      if (values.threads) recordThreads(CONFIGURATIONS[i]!.key, threadsBefore[i]!, run.requests);
     });
     log(`round ${round}: ${CONFIGURATIONS.map((c, i) => `${c.key} ${fmt(runs[i]!.cpuPerRequest.gateway! + runs[i]!.cpuPerRequest.pet!)}`).join(", ")} CPU-µs/req`);
     await Promise.all([...stacks.values()].map((s) => s.stop()));
@@ -99,3 +123,20 @@ console.log(
     }),
   ].join("\n"),
 );
+if (values.threads) {
+  const rows = [...new Set([...perThread.values()].flatMap((m) => [...m.keys()]))].sort();
+  const cell = (key: string, row: string) => {
+    const rounds = perThread.get(key)!.get(row);
+    return rounds ? fmt(median(rounds)) : "—";
+  };
+  console.log(
+    [
+      "",
+      "By kind of thread (CPU-µs per request, medians over the rounds; main: the event loop, V8Worker: V8's compiler and collector helpers, libuv-worker: the thread pool, WorkerThread: the OTLP exporter's worker):",
+      "",
+      `| process: thread | ${CONFIGURATIONS.map((c) => c.key).join(" | ")} |`,
+      `|---|${CONFIGURATIONS.map(() => "---:").join("|")}|`,
+      ...rows.filter((row) => CONFIGURATIONS.some((c) => median(perThread.get(c.key)!.get(row) ?? [0]) > 0)).map((row) => `| ${row} | ${CONFIGURATIONS.map((c) => cell(c.key, row)).join(" | ")} |`),
+    ].join("\n"),
+  );
+}

@@ -52,12 +52,15 @@ it("runs bench/run.ts --smoke to the end and prints the table with every scenari
   expect(stdout).toMatch(/Limiter memory per key at 100,000\/day: [\d,]+ bytes/);
 }, 150_000);
 
-it("runs bench/hop-side-by-side.ts (npm run bench:hop) for one short round and prints a row per configuration", async () => {
-  const { code, stdout, stderr } = await runBench(["bench/hop-side-by-side.ts", "--rounds", "1", "--duration", "1", "--warmup", "1", "--rate", "50"], 80_000);
+it("runs bench/hop-side-by-side.ts (npm run bench:hop) for one short round and prints a row per configuration, and per thread with --threads", async () => {
+  const { code, stdout, stderr } = await runBench(["bench/hop-side-by-side.ts", "--rounds", "1", "--duration", "1", "--warmup", "1", "--rate", "50", "--threads"], 80_000);
   expect(code, `bench:hop exited with ${code}:\n${stderr}`).toBe(0);
   expect(stdout).toContain("| configuration | gateway | pet service | both | over unset | over disabled |");
   for (const row of ["| tracing unset (the default", "| tracing disabled (", "| endpoint set, `always_off`", "| tracing on, `parentbased_traceidratio` 0.01"]) {
     expect(stdout).toContain(row);
   }
   expect(stdout).toMatch(/\| tracing on, `parentbased_traceidratio` 0\.01[^|]*\| [\d,]+ \| [\d,]+ \| [\d,]+ \| [+−][\d,]+ \(/);
+  // --threads: each process's event loop has a row with a figure for every configuration.
+  expect(stdout).toContain("| process: thread | unset | disabled | ids | 1% |");
+  for (const proc of ["gateway", "pet"]) expect(stdout).toMatch(new RegExp(`\\| ${proc}: main( \\| [\\d,]+){4} \\|`));
 }, 90_000);

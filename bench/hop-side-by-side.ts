@@ -21,6 +21,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ensureKeyPair, issueKey } from "../keys/index.ts";
 import { startOtlpReceiver } from "../testkit/otlp-receiver.ts";
+import { getOrCreate } from "../lib/get-or-create.ts";
 import { threadCpuMicros } from "../testkit/cpu.ts";
 import { fmt, median, today } from "../testkit/stats.ts";
 import { openLoop, type HttpTarget } from "./load.ts";
@@ -71,9 +72,7 @@ const threadsOf = (pids: Pids) => Object.entries(pids).map(([proc, pid]) => ({ p
 function recordThreads(key: string, before: ReturnType<typeof threadsOf>, requests: number): void {
   for (const { proc, pid, cpu } of before) {
     for (const [kind, us] of threadCpuMicros(pid)) {
-      const row = `${proc}: ${kind}`;
-      const rounds = perThread.get(key)!;
-      rounds.set(row, [...(rounds.get(row) ?? []), (us - (cpu.get(kind) ?? 0)) / requests]);
+      getOrCreate(perThread.get(key)!, `${proc}: ${kind}`, () => []).push((us - (cpu.get(kind) ?? 0)) / requests);
     }
   }
 }

@@ -38,10 +38,10 @@ export async function startTcpProxy(target: { host: string; port: number }, opti
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
   };
-  let frozen = false;
+  // Frozen or stalling, a new connection is accepted and left silent.
   let stalling = false;
   const server = net.createServer((client) => {
-    if (frozen || stalling) {
+    if (stalling) {
       track(client);
       client.pause();
       return;
@@ -79,7 +79,7 @@ export async function startTcpProxy(target: { host: string; port: number }, opti
     cut,
     restore: async () => void (await listen(port)),
     freeze: () => {
-      frozen = true;
+      stalling = true;
       for (const [client, upstream] of pairs) {
         client.unpipe(upstream);
         upstream.unpipe(client);

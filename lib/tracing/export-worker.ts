@@ -5,6 +5,7 @@ import { OTLPTraceExporter as JsonExporter } from "@opentelemetry/exporter-trace
 import { OTLPTraceExporter as ProtobufExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes, type Resource } from "@opentelemetry/resources";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace";
+import { getOrCreate } from "../get-or-create.ts";
 import type { ExportTarget, FromWorker, ToWorker, WireContext, WireSpan } from "./worker-exporter.ts";
 
 /**
@@ -19,7 +20,6 @@ const port = parentPort!;
 // The serializers group spans by resource and scope object identity: one object per distinct one.
 const resources = new Map<string, Resource>();
 const scopes = new Map<string, ReadableSpan["instrumentationScope"]>();
-const once = <T>(cache: Map<string, T>, key: string, make: () => T): T => cache.get(key) ?? cache.set(key, make()).get(key)!;
 
 const context = ({ traceState, ...rest }: WireContext): SpanContext => ({ ...rest, ...(traceState !== undefined && { traceState: new TraceState(traceState) }) });
 
@@ -30,7 +30,7 @@ function readable({ context: own, parent, links, scope, ...span }: WireSpan, res
     spanContext: () => spanContext,
     ...(parent && { parentSpanContext: context(parent) }),
     links: links.map((link) => ({ ...link, context: context(link.context) })),
-    instrumentationScope: once(scopes, `${scope.name}@${scope.version ?? ""}:${scope.schemaUrl ?? ""}`, () => scope),
+    instrumentationScope: getOrCreate(scopes, `${scope.name}@${scope.version ?? ""}:${scope.schemaUrl ?? ""}`, () => scope),
     resource,
   };
 }
@@ -42,7 +42,7 @@ port.on("message", (message: ToWorker) => {
     return;
   }
   const { attributes, schemaUrl } = message.resource;
-  const resource = once(resources, JSON.stringify([attributes, schemaUrl]), () => resourceFromAttributes(attributes, schemaUrl ? { schemaUrl } : {}));
+  const resource = getOrCreate(resources, JSON.stringify([attributes, schemaUrl]), () => resourceFromAttributes(attributes, schemaUrl ? { schemaUrl } : {}));
   exporter.export(
     message.spans.map((span) => readable(span, resource)),
     (result) => reply(result.code === ExportResultCode.SUCCESS ? undefined : (result.error?.message ?? "export failed")),

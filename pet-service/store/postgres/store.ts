@@ -12,8 +12,8 @@ import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, t
 
 /**
  * Connection settings. The pool holds PETS_DB_POOL_SIZE connections, opened at start (fillPool);
- * a connection that cannot be made within 2 s fails (the database is unreachable: fail fast, never queue for ever); a statement
- * waits at most 3 s for a lock another session holds (then the write is refused as `busy`, as
+ * a connection that cannot be made within 2 s fails (the database is unreachable: fail fast,
+ * never queue for ever); a statement waits at most 3 s for a lock another session holds (then the write is refused as `busy`, as
  * SQLite's busy_timeout does) and runs at most 5 s on the server, and the client gives up on an
  * answer after 6 s (a network that swallows packets). TCP keepalive finds dead connections
  * between queries.
@@ -102,6 +102,9 @@ const QUERY_SHAPES: Readonly<Record<QueryKey, QueryShape>> = {
   ping: { query: QUERY_NAMES.ping, operation: "SELECT" },
 };
 
+/** A connection's error as both of its log lines give it: code and message. */
+const connectionError = (err: Error) => ({ code: (err as { code?: unknown }).code, message: err.message });
+
 /**
  * Opens all `size` connections of the pool now, the way HikariCP keeps a fixed-size pool: when
  * every pooled connection is busy and the pool has room, pg-pool opens a new connection for the
@@ -116,7 +119,7 @@ async function fillPool(pool: pg.Pool, size: number, logger: Logger | undefined)
   for (const result of opened) if (result.status === "fulfilled") result.value.release();
   const failed = opened.flatMap((result) => (result.status === "rejected" ? [result.reason as Error] : []));
   if (failed.length > 0) {
-    logger?.warn({ opened: size - failed.length, size, err: { code: (failed[0] as { code?: unknown }).code, message: failed[0]!.message } }, "database pool not filled at start");
+    logger?.warn({ opened: size - failed.length, size, err: connectionError(failed[0]!) }, "database pool not filled at start");
   }
 }
 
@@ -169,7 +172,7 @@ export class PostgresPetStore implements PetStore {
     // An idle connection that breaks (the server restarts) is dropped by the pool, which then emits
     // this; unhandled, it would end the process.
     for (const p of [pool, pingPool]) {
-      p.on("error", (err) => options.logger?.warn({ err: { code: (err as { code?: unknown }).code, message: err.message } }, "idle database connection lost"));
+      p.on("error", (err) => options.logger?.warn({ err: connectionError(err) }, "idle database connection lost"));
     }
     try {
       const schema = await migratePostgres(pool);

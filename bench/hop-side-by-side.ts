@@ -3,7 +3,9 @@
  * CPU-µs shows. Each round starts a fresh gateway and pet service (SQLite, memory limiter,
  * LOG_LEVEL=info) per configuration, in a rotating order, warms them up, then offers all of them
  * the same constant rate at the same time (open loop, GET /v1/pets?limit=20) and measures the CPU
- * (utime + stime from /proc) each process used per request served.
+ * (utime + stime from /proc) each process used per request served. One configuration is tracing
+ * unset with a client that sends a `traceparent` (as a traced caller or an ingress does): what
+ * continuing a trace costs without an endpoint.
  *
  * Why: the same configuration in two stacks started once differed by up to 15–40 CPU-µs per
  * request for the whole run (an A/A test; which processes got which code from V8 and where), which
@@ -48,18 +50,22 @@ ensureKeyPair(keysDir);
 const auth = { authorization: `Bearer ${issueKey(keysDir, { plan: "enterprise", perMinute: 1e9, perDay: 1e9, name: "bench" })}` };
 const sink = await startOtlpReceiver({ decode: false });
 
-/** Both processes get the same variables. */
-const CONFIGURATIONS = [
+/** An unsampled client trace, for the row where the client sends one. */
+const CLIENT_TRACEPARENT = { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" };
+
+/** Both processes get the same variables; `client`: headers the load generator adds. */
+const CONFIGURATIONS: readonly { key: string; label: string; env: Record<string, string>; client?: Record<string, string> }[] = [
   { key: "unset", label: "tracing unset (the default; no traceparent sent)", env: {} },
+  { key: "unset+tp", label: "tracing unset, the client sends an unsampled `traceparent` (both processes continue it: ids, logged and propagated)", env: {}, client: CLIENT_TRACEPARENT },
   { key: "disabled", label: "tracing disabled (`OTEL_SDK_DISABLED=true`)", env: { OTEL_SDK_DISABLED: "true" } },
   { key: "ids", label: "endpoint set, `always_off`: every request gets ids, logged and propagated; nothing recorded", env: { ...tracedEnv(sink.url, "0"), OTEL_TRACES_SAMPLER: "always_off" } },
   { key: "1%", label: "tracing on, `parentbased_traceidratio` 0.01, exported (OTLP/HTTP protobuf to a local sink)", env: tracedEnv(sink.url, "0.01") },
-] as const;
+];
 
 let started = 0;
-async function startStack(env: Record<string, string>) {
+async function startStack({ env, client }: (typeof CONFIGURATIONS)[number]) {
   const { pet, front } = await startSqliteStack({ dir, keysDir, name: `stack-${++started}`, auth, seed: 20, logLevel: "info", petEnv: env, gatewayEnv: env });
-  const target: HttpTarget = { url: `${front.address}/v1/pets?limit=20`, headers: auth, status: 200 };
+  const target: HttpTarget = { url: `${front.address}/v1/pets?limit=20`, headers: { ...auth, ...client }, status: 200 };
   return { target, pids: { gateway: front.proc.pid, pet: pet.proc.pid }, stop: () => Promise.all([front.proc.stop(), pet.proc.stop()]) };
 }
 
@@ -79,7 +85,7 @@ function recordThreads(key: string, before: ReturnType<typeof threadsOf>, reques
 try {
   for (let round = 1; round <= rounds; round++) {
     const stacks = new Map<string, Awaited<ReturnType<typeof startStack>>>();
-    for (const c of roundOrder(CONFIGURATIONS, round)) stacks.set(c.key, await startStack(c.env));
+    for (const c of roundOrder(CONFIGURATIONS, round)) stacks.set(c.key, await startStack(c));
     const offer = (seconds: number) =>
       Promise.all(CONFIGURATIONS.map((c) => openLoop(stacks.get(c.key)!.target, rate, { durationSeconds: seconds, connections: 8, pids: stacks.get(c.key)!.pids, dir })));
     await offer(warmup);

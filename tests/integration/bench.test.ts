@@ -56,11 +56,11 @@ it("runs bench/hop-side-by-side.ts (npm run bench:hop) for one short round and p
   const { code, stdout, stderr } = await runBench(["bench/hop-side-by-side.ts", "--rounds", "1", "--duration", "1", "--warmup", "1", "--rate", "50", "--threads"], 80_000);
   expect(code, `bench:hop exited with ${code}:\n${stderr}`).toBe(0);
   expect(stdout).toContain("| configuration | gateway | pet service | both | over unset | over disabled |");
-  for (const row of ["| tracing unset (the default", "| tracing disabled (", "| endpoint set, `always_off`", "| tracing on, `parentbased_traceidratio` 0.01"]) {
+  for (const row of ["| tracing unset (the default", "| tracing unset, the client sends", "| tracing disabled (", "| endpoint set, `always_off`", "| tracing on, `parentbased_traceidratio` 0.01"]) {
     expect(stdout).toContain(row);
   }
   expect(stdout).toMatch(/\| tracing on, `parentbased_traceidratio` 0\.01[^|]*\| [\d,]+ \| [\d,]+ \| [\d,]+ \| [+−][\d,]+ \(/);
   // --threads: each process's event loop has a row with a figure for every configuration.
-  expect(stdout).toContain("| process: thread | unset | disabled | ids | 1% |");
-  for (const proc of ["gateway", "pet"]) expect(stdout).toMatch(new RegExp(`\\| ${proc}: main( \\| [\\d,]+){4} \\|`));
+  expect(stdout).toContain("| process: thread | unset | unset+tp | disabled | ids | 1% |");
+  for (const proc of ["gateway", "pet"]) expect(stdout).toMatch(new RegExp(`\\| ${proc}: main( \\| [\\d,]+){5} \\|`));
 }, 90_000);

@@ -13,10 +13,10 @@ import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, t
 /**
  * Connection settings. The pool holds PETS_DB_POOL_SIZE connections, opened at start (fillPool);
  * a connection that cannot be made within 2 s fails (the database is unreachable: fail fast,
- * never queue for ever); a statement waits at most 3 s for a lock another session holds (then the write is refused as `busy`, as
- * SQLite's busy_timeout does) and runs at most 5 s on the server, and the client gives up on an
- * answer after 6 s (a network that swallows packets). TCP keepalive finds dead connections
- * between queries.
+ * never queue for ever); a statement waits at most 3 s for a lock another session holds (then
+ * the write is refused as `busy`, as SQLite's busy_timeout does) and runs at most 5 s on the
+ * server, and the client gives up on an answer after 6 s (a network that swallows packets). TCP
+ * keepalive finds dead connections between queries.
  */
 const POOL_SETTINGS = {
   connectionTimeoutMillis: 2_000,

@@ -14,5 +14,4 @@ describe("freePort", () => {
     await new Promise<void>((resolve, reject) => server.once("error", reject).listen(ports[0], "127.0.0.1", resolve));
     await new Promise((resolve) => server.close(resolve));
   });
-
 });

@@ -11,6 +11,8 @@ import { createLimiter, type Limiter, type LimiterOptions } from "../gateway/lim
 import { createGatewayMetrics, type GatewayMetrics } from "../gateway/ops/metrics.ts";
 import { ensureKeyPair, issueKey, type IssueOptions } from "../keys/index.ts";
 import type { Clock } from "../lib/clock.ts";
+import { afterAll, beforeAll } from "vitest";
+import { startPetService, type RunningPetService } from "./pet-service.ts";
 import { until } from "./until.ts";
 
 /** A temporary KEYS_DIR with a signing pair, and a helper to issue keys into it. */
@@ -44,6 +46,26 @@ export interface GatewayOptions {
   limiter?: Limiter | ((metrics: GatewayMetrics) => Limiter);
   timeoutMs?: number;
   overrides?: Partial<AppDeps>;
+}
+
+/**
+ * For one test file or describe block: a pet service, a KEYS_DIR and the real gateway wiring in
+ * this process in front of them (its limiter in memory), started before the tests and stopped
+ * after them. testkit/gateway-process.ts's useGatewayProcess runs the gateway as its own process.
+ */
+export function useGateway(): { gateway(): RunningGateway; keys(): TestKeys } {
+  let pets: RunningPetService;
+  let keys: TestKeys;
+  let gateway: RunningGateway;
+  beforeAll(async () => {
+    [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
+    gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await Promise.all([pets?.stop(), keys?.remove()]);
+  });
+  return { gateway: () => gateway, keys: () => keys };
 }
 
 /** The real gateway wiring (createGateway from its configuration), listening on a free loopback port. */

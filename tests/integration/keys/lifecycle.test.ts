@@ -12,7 +12,7 @@ import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyChangesFilePath } from "../../../lib/key-changes.ts";
 import { redisKey, subjectForKey } from "../../../lib/redis-keys.ts";
-import { createTestKeys, redisLimiter, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
+import { createTestKeys, redisLimiter, startGateway, useGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
 import { runKeysCli, tokenPayload } from "../../../testkit/keys.ts";
 import { startPetService, type RunningPetService } from "../../../testkit/pet-service.ts";
 import { startRedisCluster } from "../../../testkit/redis-cluster.ts";
@@ -218,19 +218,14 @@ describe.each([
 });
 
 describe("without Redis: one gateway and KEYS_DIR", () => {
-  let pets: RunningPetService;
+  // The limiter its configuration makes: in memory, publishing usage to KEYS_DIR.
+  const ctx = useGateway();
   let keys: TestKeys;
   let g: RunningGateway;
 
-  beforeAll(async () => {
-    [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
-    // The limiter its configuration makes: in memory, publishing usage to KEYS_DIR.
-    g = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir });
-  });
-
-  afterAll(async () => {
-    await g?.close();
-    await Promise.all([pets?.stop(), keys?.remove()]);
+  beforeAll(() => {
+    keys = ctx.keys();
+    g = ctx.gateway();
   });
 
   const ok = async (...args: string[]) => {

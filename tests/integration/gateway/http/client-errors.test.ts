@@ -4,11 +4,10 @@
  * its Error answer, and the connection does not outlive the refusal by more than LINGER_MS.
  */
 import net from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { LINGER_MS } from "../../../../gateway/http/error-handler.ts";
 import { useGatewayProcess, type GatewayProcess } from "../../../../testkit/gateway-process.ts";
-import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../../testkit/gateway.ts";
-import { startPetService, type RunningPetService } from "../../../../testkit/pet-service.ts";
+import { useGateway } from "../../../../testkit/gateway.ts";
 import { rawRequest } from "../../../../testkit/raw-http.ts";
 
 /** A request whose header line is 1 MB: refused once the first 16 KiB are in, while the rest is still on its way. */
@@ -70,20 +69,10 @@ describe("the real gateway process", () => {
 });
 
 describe("an in-process gateway (its open connections visible)", () => {
-  let pets: RunningPetService;
-  let keys: TestKeys;
-  let gateway: RunningGateway;
-  beforeAll(async () => {
-    [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
-    gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await pets?.stop();
-    await keys?.remove();
-  });
+  const ctx = useGateway();
 
   it("lets a refused connection go as soon as its client has read the answer and closed, well before LINGER_MS", async () => {
+    const gateway = ctx.gateway();
     const open = () => new Promise<number>((resolve, reject) => gateway.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
     expect(await oversizedOutcomes(gateway.url, 20)).toEqual({ "431 header_fields_too_large": 20 });
     const deadline = performance.now() + LINGER_MS / 2;

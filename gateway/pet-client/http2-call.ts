@@ -16,7 +16,12 @@ import type { CallMetadata } from "./transport.ts";
 
 const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_INADEQUATE_SECURITY, NGHTTP2_NO_ERROR } = http2.constants;
 const END_STREAM = http2.constants.NGHTTP2_FLAG_END_STREAM;
-
+/**
+ * Headers whose value is new on every call: sent as HPACK "never indexed" literals, so they
+ * neither fill both sides' header tables nor push out the headers every call repeats (the path,
+ * content-type, te, user-agent), which would then travel as literals again.
+ */
+const UNIQUE_PER_CALL = ["x-request-id", "traceparent"];
 
 export interface UnaryCall {
   connection: Http2Connection;
@@ -105,6 +110,7 @@ export function unaryCall(call: UnaryCall): Promise<Buffer> {
           "grpc-accept-encoding": "identity",
           "user-agent": call.userAgent,
           ...call.metadata,
+          [http2.sensitiveHeaders]: UNIQUE_PER_CALL,
         },
         { endStream: false },
       );

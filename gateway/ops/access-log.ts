@@ -48,10 +48,12 @@ export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger 
       observed.duration.observe(seconds, span);
       // The log record is built only when it will be written (LOG_LEVEL may be above info).
       if (!deps.logger.isLevelEnabled("info")) return;
+      const { traceId, spanId } = idsOf(span);
       deps.logger.info(
         {
           requestId: res.locals.requestId,
-          ...idsOf(span),
+          traceId,
+          spanId,
           method: req.method,
           route,
           url: req.originalUrl,

@@ -42,26 +42,35 @@ export function requestContext(span: Span, requestId: string | undefined): Conte
   return trace.setSpan(requestId === undefined ? ROOT_CONTEXT : ROOT_CONTEXT.setValue(REQUEST_ID, requestId), span);
 }
 
-/** A span's trace and span ids, unless it has none (tracing disabled, or no endpoint and no client traceparent). */
-export function idsOf(span: Span): { traceId: string; spanId: string } | undefined {
-  const { traceId, spanId } = span.spanContext();
-  return traceId === INVALID_TRACEID ? undefined : { traceId, spanId };
+/** A log record's trace fields: both set, or both undefined (pino leaves undefined fields out). */
+export interface LogIds {
+  traceId: string | undefined;
+  spanId: string | undefined;
+}
+const NO_IDS: LogIds = Object.freeze({ traceId: undefined, spanId: undefined });
+
+/**
+ * A span's trace and span ids, or NO_IDS when it has none (tracing disabled, or no endpoint and
+ * no client traceparent). Always both keys, so the records built from them keep one shape: a
+ * record with the ids spread in, or without them, made pino's serialiser slower for every line
+ * (README, Tracing and TLS cost).
+ */
+export function idsOf(span: Span | undefined): LogIds {
+  const ids = span?.spanContext();
+  return ids === undefined || ids.traceId === INVALID_TRACEID ? NO_IDS : { traceId: ids.traceId, spanId: ids.spanId };
 }
 
 /**
  * pino's mixin: every log line written while a request is handled carries its request id and,
  * when the request has a trace (always with an OTLP endpoint, sampled or not; without one, when
  * the client sent a traceparent), the trace id and the active span's id, so a line leads to the
- * request's other lines, in both processes, and to its trace. A new object each time: pino
- * merges the line's own fields into it.
+ * request's other lines, in both processes, and to its trace. A new object each time, of one
+ * shape: pino merges the line's own fields into it.
  */
-export function logCorrelation(): Record<string, string> {
+export function logCorrelation(): { requestId: string | undefined } & LogIds {
   const active = context.active();
-  const requestId = active.getValue(REQUEST_ID) as string | undefined;
-  const span = trace.getSpan(active);
-  const ids = span && idsOf(span);
-  if (!ids) return requestId === undefined ? {} : { requestId };
-  return requestId === undefined ? ids : { requestId, ...ids };
+  const { traceId, spanId } = idsOf(trace.getSpan(active));
+  return { requestId: active.getValue(REQUEST_ID) as string | undefined, traceId, spanId };
 }
 
 /**

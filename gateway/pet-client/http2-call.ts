@@ -16,6 +16,7 @@ import type { CallMetadata } from "./transport.ts";
 
 const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_INADEQUATE_SECURITY, NGHTTP2_NO_ERROR } = http2.constants;
 const END_STREAM = http2.constants.NGHTTP2_FLAG_END_STREAM;
+
 /**
  * Headers whose value is new on every call: sent as HPACK "never indexed" literals, so they
  * neither fill both sides' header tables nor push out the headers every call repeats (the path,

@@ -14,6 +14,22 @@
 import { Cluster, Redis, type RedisOptions } from "ioredis";
 import { z } from "zod";
 
+/**
+ * ioredis defines `class VerbatimString extends String` (a RESP3 reply type). Deriving from String
+ * puts String.prototype into V8's prototype "setup mode" (dictionary properties), and V8 makes a
+ * prototype fast again only when a property is loaded through an object that has it in its
+ * chain, never through a primitive string. Left so, every `str.charCodeAt`, `str.slice`… in the
+ * process takes V8's generic property load; pino's JSON escaping makes one per character of every
+ * log line. Loading a String method through a String object, often enough for V8 to give the load
+ * its feedback, makes String.prototype fast again (README, Performance notes).
+ */
+function restoreFastStringPrototype(): void {
+  const wrapper = new String("");
+  const load = () => wrapper.charCodeAt;
+  for (let i = 0; i < 100; i++) load();
+}
+restoreFastStringPrototype();
+
 export interface RedisClientOptions {
   /** Per-command timeout (default 100 ms; keep it ≤ 100 ms on the request path). */
   commandTimeoutMs?: number;

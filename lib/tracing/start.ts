@@ -1,6 +1,5 @@
 import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { defaultResource, detectResources, resourceAttributesEnvDetector, resourceFromAttributes, serviceNameEnvDetector } from "@opentelemetry/resources";
 import {
   AlwaysOffSampler,
@@ -12,6 +11,7 @@ import {
   type Sampler,
 } from "@opentelemetry/sdk-trace";
 import type { SamplerName, TracingSettings } from "./config.ts";
+import { W3CPropagator } from "./propagator.ts";
 import { WorkerSpanExporter } from "./worker-exporter.ts";
 
 export interface Tracing {
@@ -44,7 +44,7 @@ export function startTracing(serviceName: string, settings: TracingSettings): Tr
   // no ids, no traceparent): the request path costs what it did before tracing.
   if (settings.disabled) return NOT_EXPORTING;
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  propagation.setGlobalPropagator(new W3CPropagator());
   const { url } = settings;
   if (!url) return NOT_EXPORTING;
   const exporter = new WorkerSpanExporter({ url, protocol: settings.protocol });

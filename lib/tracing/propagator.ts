@@ -7,13 +7,14 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
  * a slice of its parent), a kind of string nothing else the pet service logs is. It was the
  * fifth kind at pino's escaping, whose property loads V8 keeps inline for four, so they turned
  * megamorphic for every line's ids (README, Tracing and TLS cost). Hex in, hex out: the copy is
- * a plain string, as the ids the SDK makes are.
+ * a plain string, as the ids the SDK makes are. The span context is the one the parser has just
+ * made for this call, so the copy goes into it rather than into a second context.
  */
 export class W3CPropagator extends W3CTraceContextPropagator {
   override extract(context: Context, carrier: unknown, getter: TextMapGetter): Context {
     const extracted = super.extract(context, carrier, getter);
     const remote = extracted === context ? undefined : trace.getSpanContext(extracted);
-    if (remote === undefined) return extracted;
-    return trace.setSpanContext(context, { ...remote, traceId: Buffer.from(remote.traceId, "hex").toString("hex") });
+    if (remote !== undefined) remote.traceId = Buffer.from(remote.traceId, "hex").toString("hex");
+    return extracted;
   }
 }

@@ -1,11 +1,9 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import os from "node:os";
-import path from "node:path";
 import type { Run } from "./load.ts";
-import { ROOT } from "./processes.ts";
 import { fmt, median, ms } from "../testkit/stats.ts";
 
-/** The benchmark's markdown: one table row per scenario (medians over rounds), and README's Benchmarks section. */
+/** The benchmark's markdown: one table row per scenario (medians over rounds), and the results page it goes to. */
 
 /** The processes whose CPU a row shows, in column order. */
 export const CPU_COLUMNS = [
@@ -75,20 +73,31 @@ export function tableRow(label: string, s: Summary, vs: number | undefined): str
 
 export const ok = (pass: boolean): string => (pass ? "✅" : "❌");
 
-/** Replaces README.md's "## Benchmarks" section (up to the next "## ") with `intro` and `markdown`. */
-export function writeReadmeSection(intro: string, markdown: string): void {
-  const file = path.join(ROOT, "README.md");
-  const readme = readFileSync(file, "utf8");
-  const section = `## Benchmarks\n\n${intro}\n\n${markdown}\n`;
-  const start = readme.search(/^## Benchmarks[ \t]*$/m);
-  let next: string;
-  if (start < 0) next = `${readme.trimEnd()}\n\n${section}`;
-  else {
-    const rest = readme.slice(start + 1);
-    const end = rest.search(/^## /m);
-    next = readme.slice(0, start) + section + (end < 0 ? "" : `\n${rest.slice(end)}`);
-  }
-  writeFileSync(file, next);
+/**
+ * The results page `npm run bench` writes (docs/benchmarks.md), whole: a file of its own, so a run
+ * never touches README.md or the hand-written docs, and the page is always one run's figures.
+ */
+export function writeResultsPage(file: string, intro: string, markdown: string): void {
+  const page = [
+    "# Benchmark results",
+    "",
+    "Written by `npm run bench` (bench/run.ts): the next full run replaces this whole file, so edit the",
+    "bench, not this page. What the figures mean, what was concluded from them and how to measure",
+    "more: [performance.md](performance.md).",
+    "",
+    "- [How this run was made](#how-this-run-was-made)",
+    "- [Latest run](#latest-run)",
+    "",
+    "## How this run was made",
+    "",
+    intro,
+    "",
+    "## Latest run",
+    "",
+    markdown,
+    "",
+  ];
+  writeFileSync(file, page.join("\n"));
 }
 
 /** CPU model, cores, memory, kernel, Node, and the versions the caller adds (Redis, wrk, …). */

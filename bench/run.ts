@@ -18,11 +18,12 @@
  * compare p99 under moderate load; Redis commands per request; limiter memory.
  *
  * Prints one markdown table (medians over the rounds), the targets with ✅/❌ and the machine.
- * `--readme` also writes it into README.md's "## Benchmarks" section. `--smoke` is CI's quick
- * check that the script still works (1 s runs, 1 round, 4 connections, 3 pets); it asserts
- * nothing about speed.
+ * `--results FILE` also writes them, with how they were made, as the page FILE (`npm run bench`:
+ * docs/benchmarks.md), after a full run only: never the figures of --smoke or --only, never
+ * README.md. `--smoke` is CI's quick check that the script still works (1 s runs, 1 round, 4
+ * connections, 3 pets); it asserts nothing about speed.
  *
- * Flags: --duration S (10) --rounds N (3) --connections N (32) --smoke --readme
+ * Flags: --duration S (10) --rounds N (3) --connections N (32) --smoke --results FILE
  *        --only a,b,… (just these scenarios, no open-loop or Redis figures: for quick comparisons)
  *        --profile DIR (gateways and pet service run with --cpu-prof, profiles written to DIR)
  *        --compare DIR (another checkout with node_modules: its pet service and gateways run beside
@@ -39,7 +40,7 @@ import { startRedis, type PrivateRedis } from "../testkit/redis-server.ts";
 import { openLoop, type Run } from "./load.ts";
 import { log, stopAll } from "./processes.ts";
 import { commandDelta, commandStats, commandsPerRequest, limiterMemory, summarizeCounts, type CommandCounts } from "./redis-stats.ts";
-import { machine, runLine, summarize, writeReadmeSection, type Summary } from "./report.ts";
+import { machine, runLine, summarize, writeResultsPage, type Summary } from "./report.ts";
 import { hopRowsAtRate } from "./hop-at-rate.ts";
 import { measureOpenLoop } from "./open-loop-rows.ts";
 import { benchReport } from "./targets.ts";
@@ -53,7 +54,7 @@ const { values: flags } = parseArgs({
     rounds: { type: "string" },
     connections: { type: "string" },
     smoke: { type: "boolean", default: false },
-    readme: { type: "boolean", default: false },
+    results: { type: "string" },
     only: { type: "string" },
     profile: { type: "string" },
     compare: { type: "string" },
@@ -82,7 +83,7 @@ const settings = {
   monitorRequests: smoke ? 20 : 200,
 };
 
-const README_INTRO =
+const RESULTS_INTRO =
   "`npm run bench` (bench/run.ts and its modules) starts a private Redis, one pet service and two gateways (Redis and " +
   "memory limiter) as separate processes, seeds 20 pets and drives them with wrk and h2load beside bare Express, two " +
   "Express + grpc-js floors, a grpc-js server answering fixed bytes and, when Debian's Go packages are installed, " +
@@ -92,11 +93,12 @@ const README_INTRO =
   "are the gRPC-client candidates (bench/pet-client-driver.ts: grpc-js as the gateway used it, grpc-js " +
   "through makeUnaryRequest, the node:http2 client the gateway uses now), each its own process making ListPets(20) " +
   "calls. Every Node process runs on the project's runtime (the version below). Each process's CPU per request comes " +
-  "from /proc (the client rows: the client's own process.cpuUsage()). It rewrites this section. " +
-  "CI runs only `bench/run.ts --smoke` (tests/integration/bench.test.ts; `.ci/run` installs wrk and nghttp2-client " +
-  "when missing), which checks that the script works and asserts nothing about speed. `--only KEYS` runs some " +
+  "from /proc (the client rows: the client's own process.cpuUsage()). " +
+  "CI runs only `npm run bench -- --smoke` (tests/integration/bench.test.ts; `.ci/run` installs wrk and nghttp2-client " +
+  "when missing), which checks that the script works, asserts nothing about speed and writes nothing. `--only KEYS` runs some " +
   "scenarios (`npm run bench:clients`: the client rows with (g) and (k)), `--compare DIR` runs another checkout beside " +
-  "this one, `--profile DIR` writes CPU profiles (`bench/profile-top.ts` summarises them). Latest run:";
+  "this one, `--profile DIR` writes CPU profiles (`bench/profile-top.ts` summarises them); none of those three writes " +
+  "this page.";
 
 let redisServer: PrivateRedis | undefined;
 let cleanUp = async () => {};
@@ -207,13 +209,13 @@ async function main(): Promise<number> {
     });
     process.stdout.write(`${markdown}\n`);
     if (failures.length) {
-      log(`unexpected responses (README not updated):\n  ${failures.join("\n  ")}`);
+      log(`unexpected responses (${flags.results ?? "no results file"} not written):\n  ${failures.join("\n  ")}`);
       return 1;
     }
-    if (flags.readme && full) {
-      writeReadmeSection(README_INTRO, markdown);
-      log("README.md: Benchmarks section updated");
-    }
+    if (flags.results && full && !smoke) {
+      writeResultsPage(flags.results, RESULTS_INTRO, markdown);
+      log(`${flags.results}: written`);
+    } else if (flags.results) log(`${flags.results} left as it was: only a full run writes it`);
     return 0;
   } finally {
     await stopAll();

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { expect, it } from "vitest";
 
@@ -8,9 +9,9 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 // drives every scenario and prints its table. Benchmarks are not timed tests: nothing here
 // asserts anything about speed.
 
-/** Runs a bench script on this runtime to its end: its exit code and output. */
-async function runBench(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, args, {
+/** Runs a command (a bench script on this runtime, or npm as the docs show it) to its end: its exit code and output. */
+async function runBench(command: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(command, args, {
     cwd: ROOT,
     // Not our REDIS_URL, PETS_DB, …: the bench starts and configures everything itself.
     env: Object.fromEntries(["PATH", "HOME", "TMPDIR", "LANG"].flatMap((k) => (process.env[k] ? [[k, process.env[k]!]] : []))),
@@ -26,9 +27,16 @@ async function runBench(args: string[], timeoutMs: number): Promise<{ code: numb
   return { code, stdout, stderr };
 }
 
-it("runs bench/run.ts --smoke to the end and prints the table with every scenario", async () => {
-  const { code, stdout, stderr } = await runBench(["bench/run.ts", "--smoke"], 140_000);
+/** A file's bytes and modification time: what a run that leaves it alone leaves as it was. */
+const snapshot = (file: string) => ({ text: readFileSync(path.join(ROOT, file), "utf8"), mtimeMs: statSync(path.join(ROOT, file)).mtimeMs });
+
+it("runs `npm run bench -- --smoke` to the end, prints the table with every scenario, and writes neither README.md nor docs/benchmarks.md", async () => {
+  const before = ["README.md", "docs/benchmarks.md"].map(snapshot);
+  // As the docs show it: through npm, so the flags package.json's `bench` script adds are part of the run.
+  const { code, stdout, stderr } = await runBench("npm", ["run", "bench", "--", "--smoke"], 140_000);
   expect(code, `bench exited with ${code}:\n${stderr}`).toBe(0);
+  expect(["README.md", "docs/benchmarks.md"].map(snapshot)).toEqual(before);
+  expect(stderr).toContain("docs/benchmarks.md left as it was: only a full run writes it");
   expect(stdout).toContain("| Scenario | req/s (median) | p50 ms | p99 ms | vs (b) |");
   for (const row of [
     "| (a) full path: GET /v1/pets?limit=20",
@@ -53,7 +61,7 @@ it("runs bench/run.ts --smoke to the end and prints the table with every scenari
 }, 150_000);
 
 it("runs bench/hop-side-by-side.ts (npm run bench:hop) for one short round and prints a row per configuration, and per thread with --threads", async () => {
-  const { code, stdout, stderr } = await runBench(["bench/hop-side-by-side.ts", "--rounds", "1", "--duration", "1", "--warmup", "1", "--rate", "50", "--threads"], 80_000);
+  const { code, stdout, stderr } = await runBench(process.execPath, ["bench/hop-side-by-side.ts", "--rounds", "1", "--duration", "1", "--warmup", "1", "--rate", "50", "--threads"], 80_000);
   expect(code, `bench:hop exited with ${code}:\n${stderr}`).toBe(0);
   expect(stdout).toContain("| configuration | gateway | pet service | both | over unset | over disabled |");
   for (const row of ["| tracing unset (the default", "| tracing unset, the client sends", "| tracing disabled (", "| endpoint set, `always_off`", "| tracing on, `parentbased_traceidratio` 0.01"]) {

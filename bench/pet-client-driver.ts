@@ -31,7 +31,7 @@ const inFlight = Number(process.env.DRIVER_IN_FLIGHT ?? 32);
 const kind = process.env.DRIVER_CLIENT ?? "http2";
 const warmupCalls = Number(process.env.DRIVER_WARMUP_CALLS ?? 2_000);
 
-/** Tuning tried on grpc-js beyond makeUnaryRequest; each kept only where it measurably paid (README). */
+/** Tuning tried on grpc-js beyond makeUnaryRequest; each kept only where it measurably paid (docs/performance.md). */
 const GRPC_JS_TUNED: grpc.ChannelOptions = {};
 
 function todaysClient(): PetTransport {

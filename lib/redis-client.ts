@@ -21,7 +21,7 @@ import { z } from "zod";
  * chain, never through a primitive string. Left so, every `str.charCodeAt`, `str.slice`… in the
  * process takes V8's generic property load; pino's JSON escaping makes one per character of every
  * log line. Loading a String method through a String object, often enough for V8 to give the load
- * its feedback, makes String.prototype fast again (README, Performance notes).
+ * its feedback, makes String.prototype fast again (docs/performance.md, Where the time goes).
  */
 function restoreFastStringPrototype(): void {
   const wrapper = new String("");

@@ -7,7 +7,7 @@ const USER_AGENT = `petstore-gateway node/${process.versions.node}`;
 /**
  * PetService calls made directly on node:http2 sessions (http2-channel.ts, http2-call.ts), with
  * the generated codecs: what grpc-js does for a unary call, without its per-call filter stack,
- * interceptors, call objects and event chains (README, "The gateway's gRPC client").
+ * interceptors, call objects and event chains (docs/scaling.md, "The gateway's gRPC client").
  */
 export function createHttp2Transport(opts: TransportOptions): PetTransport {
   const channel = new Http2Channel(opts.address, { ...opts.connection, ...(opts.tls && { tls: opts.tls }) });

@@ -43,7 +43,7 @@ export interface CallContext {
   metadata?: CallMetadata;
 }
 
-/** The implementations of the PetService client (README, "The gateway's gRPC client"). */
+/** The implementations of the PetService client (docs/scaling.md, "The gateway's gRPC client"). */
 export const PET_CLIENT_IMPLEMENTATIONS = ["http2", "grpc-js"] as const;
 export type PetClientImplementation = (typeof PET_CLIENT_IMPLEMENTATIONS)[number];
 
@@ -89,7 +89,7 @@ const RETRY_BACKOFF_MS = 25;
  * instead of adding another. This loop rather than grpc-js's retryPolicy: grpc-js stops retrying
  * once a replica has begun to answer (gRPC's rule for calls it cannot know to be idempotent), and
  * a replica killed between its response headers and its status then surfaced as a 503; on the
- * success path both cost the same CPU within the noise of a micro-check (README, "Several replicas").
+ * success path both cost the same CPU within the noise of a micro-check (docs/scaling.md, "Why the gateway's own retry loop").
  */
 export function createPetClient(opts: PetClientOptions): PetClient {
   const transportOptions = {

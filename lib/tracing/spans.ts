@@ -13,7 +13,7 @@ const tracer = (): Tracer => (ours ??= trace.getTracer("pet-store-api"));
 /**
  * Span ids as the SDK makes them (Math.random into one shared buffer): a span id needs to be
  * unique, not secret, and crypto.randomBytes(8), 1.7 µs in a loop, cost both processes together
- * about 20 CPU-µs more per request in a live stack (README, Tracing and TLS cost).
+ * about 20 CPU-µs more per request in a live stack (docs/performance.md, Tracing and TLS cost).
  */
 const idGenerator = new RandomIdGenerator();
 
@@ -53,7 +53,7 @@ const NO_IDS: LogIds = Object.freeze({ traceId: undefined, spanId: undefined });
  * A span's trace and span ids, or NO_IDS when it has none (tracing disabled, or no endpoint and
  * no client traceparent). Always both keys, so the records built from them keep one shape: a
  * record with the ids spread in, or without them, made pino's serialiser slower for every line
- * (README, Tracing and TLS cost).
+ * (docs/performance.md, Tracing and TLS cost).
  */
 export function idsOf(span: Span | undefined): LogIds {
   const ids = span?.spanContext();

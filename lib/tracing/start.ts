@@ -35,7 +35,7 @@ const NOT_EXPORTING: Tracing = Object.freeze({ exporting: false, shutdown: async
  * with a span id of each process's own (startServerSpan; both processes log its trace id, the pet
  * service gets its traceparent) and a request that came without one has no ids at all, since no backend
  * would ever hold its trace (its requestId joins both processes' lines, as before tracing): the
- * process pays for propagation only (README, Tracing and TLS cost, measured it at +15–30 µs per
+ * process pays for propagation only (docs/performance.md, Tracing and TLS cost, measured it at +15–30 µs per
  * request with ids of our own). (The OpenTelemetry default would export to localhost:4318.) With
  * OTEL_SDK_DISABLED=true, not even propagation.
  */

@@ -57,7 +57,7 @@ function wireSpan(span: ReadableSpan): WireSpan {
 
 /**
  * OpenTelemetry's OTLP/HTTP exporter, run in a worker thread of its own (export-worker.ts). Measured
- * with the processes restarted every round (README, Tracing and TLS cost): an HTTP/1.1 request every
+ * with the processes restarted every round (docs/performance.md, Tracing and TLS cost): an HTTP/1.1 request every
  * 5 s from a service's main thread, as the exporter's batches are, added about 15 CPU-µs to every
  * request that process served, and the same request from a worker thread nothing measurable. Most
  * likely, the client's sockets and streams share Node's stream code with the server's, whose

@@ -3,7 +3,7 @@
  * them trickle their headers and half their bodies while a normal client sends requests one after
  * another; its p99 stays under 100 ms, and every slow connection is cut with the 408 JSON Error
  * within its timeout + 1 s. The figures (p50/p99 with and without the slow connections, cut
- * times) are printed for README's Reliability table.
+ * times) are printed for docs/reliability.md's table.
  */
 import { beforeAll, expect, it } from "vitest";
 import { cpuMicros } from "../../../testkit/cpu.ts";

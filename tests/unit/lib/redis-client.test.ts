@@ -9,7 +9,7 @@ const ROOT = path.resolve(import.meta.dirname, "../../..");
  * Whether String.prototype still has fast properties after importing `module`, asked of V8 in a
  * process of its own (natives syntax, so a clean realm each time). In dictionary mode every
  * `str.charCodeAt`, `str.slice`… goes through V8's generic property load: under callgrind the
- * gateway ran about 40,000 more instructions per request (README, Performance notes).
+ * gateway ran about 40,000 more instructions per request (docs/performance.md, Where the time goes).
  */
 function stringPrototypeFastAfter(module: string): boolean {
   const script = `const fast = new Function("o", "return %HasFastProperties(o)");

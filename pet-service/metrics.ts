@@ -1,10 +1,9 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { exemplarHistogram } from "../lib/openmetrics.ts";
+import type { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { createMetricsRegistry } from "../lib/metrics-registry.ts";
 
 /**
- * The pet service's Prometheus metrics, on a registry of their own (not prom-client's global
- * one) so several servers can live in one process, as they do in tests. Served on METRICS_PORT
- * (pet-service/metrics-server.ts).
+ * The pet service's Prometheus metrics, on a registry of their own (lib/metrics-registry.ts).
+ * Served on METRICS_PORT (pet-service/metrics-server.ts).
  */
 export interface PetServiceMetrics {
   registry: Registry;
@@ -42,61 +41,46 @@ export type SqliteQuery = (typeof SQLITE_QUERIES)[number];
 export const POSTGRES_QUERIES = ["insert_pet", "insert_pet_once", "find_idempotency_key", "get_pet", "list_pets", "list_pets_by_status", "ping"] as const;
 export type PostgresQuery = (typeof POSTGRES_QUERIES)[number];
 
-/** The gateway's buckets (gateway/ops/metrics.ts), so the two processes' latencies compare directly. */
-const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
-
 /** `defaultMetrics` (process CPU, memory, event loop lag, GC…): main only, once per process. */
 export function createPetServiceMetrics(opts: { defaultMetrics?: boolean } = {}): PetServiceMetrics {
-  const registry = new Registry();
-  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
-  const registers = [registry];
+  const m = createMetricsRegistry(opts);
   let readPool: (() => PoolCounts) | undefined;
   return {
-    registry,
-    grpcHandled: new Counter({
+    registry: m.registry,
+    grpcHandled: m.counter({
       name: "pet_service_grpc_server_handled_total",
       help: "PetService calls completed, by RPC method, gRPC status code and caller (client certificate's common name over mTLS, else anonymous).",
       labelNames: ["method", "code", "caller"],
-      registers,
     }),
-    grpcDuration: exemplarHistogram({
+    grpcDuration: m.latency({
       name: "pet_service_grpc_server_duration_seconds",
       help: "PetService call latency in the handler (validation, storage, mapping), by RPC method, gRPC status code and caller.",
       labelNames: ["method", "code", "caller"],
-      buckets: LATENCY_BUCKETS,
-      registers,
     }),
-    sqliteQueryDuration: exemplarHistogram({
+    sqliteQueryDuration: m.latency({
       name: "pet_service_sqlite_query_duration_seconds",
       help: "SQLite statement latency including the wait for the database (busy_timeout, queueing), by query name.",
       labelNames: ["query"],
-      buckets: LATENCY_BUCKETS,
-      registers,
     }),
-    storageFaults: new Counter({
+    storageFaults: m.counter({
       name: "pet_service_storage_faults_total",
       help: "Calls answered UNAVAILABLE because the storage could not serve them (disk_full, read_only, io_error, busy, unreachable).",
       labelNames: ["fault"],
-      registers,
     }),
-    sqliteWritesPerCommit: new Histogram({
+    sqliteWritesPerCommit: m.histogram({
       name: "pet_service_sqlite_writes_per_commit",
       help: "Creates committed together in one SQLite transaction (group commit: one fsync for all of them).",
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
-      registers,
     }),
-    postgresQueryDuration: exemplarHistogram({
+    postgresQueryDuration: m.latency({
       name: "pet_service_postgres_query_duration_seconds",
       help: "PostgreSQL statement latency including the wait for a pool connection, by query name.",
       labelNames: ["query"],
-      buckets: LATENCY_BUCKETS,
-      registers,
     }),
-    postgresPoolConnections: new Gauge({
+    postgresPoolConnections: m.gauge({
       name: "pet_service_postgres_pool_connections",
       help: "PostgreSQL pool: open connections (total), idle ones, and calls waiting for one (waiting).",
       labelNames: ["state"],
-      registers,
       collect() {
         const counts = readPool?.();
         if (!counts) return;

@@ -1,10 +1,7 @@
-import { Counter, Gauge, Registry, collectDefaultMetrics, type Histogram } from "prom-client";
-import { exemplarHistogram } from "../../lib/openmetrics.ts";
+import type { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { createMetricsRegistry } from "../../lib/metrics-registry.ts";
 
-/**
- * The gateway's Prometheus metrics, on a registry of their own (not prom-client's global one)
- * so several apps can live in one process, as they do in tests.
- */
+/** The gateway's Prometheus metrics, on a registry of their own (lib/metrics-registry.ts). */
 export interface GatewayMetrics {
   registry: Registry;
   httpRequests: Counter<"route" | "method" | "status">;
@@ -20,63 +17,49 @@ export interface GatewayMetrics {
   probePetService(serving: () => Promise<boolean>): void;
 }
 
-const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
-
 export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): GatewayMetrics {
-  const registry = new Registry();
-  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
-  const registers = [registry];
+  const m = createMetricsRegistry(opts);
   let probe: (() => Promise<boolean>) | undefined;
   return {
-    registry,
-    httpRequests: new Counter({
+    registry: m.registry,
+    httpRequests: m.counter({
       name: "gateway_http_requests_total",
       help: "HTTP requests by route template, method and status.",
       labelNames: ["route", "method", "status"],
-      registers,
     }),
-    httpDuration: exemplarHistogram({
+    httpDuration: m.latency({
       name: "gateway_http_request_duration_seconds",
       help: "HTTP request latency by route template, method and status.",
       labelNames: ["route", "method", "status"],
-      buckets: LATENCY_BUCKETS,
-      registers,
     }),
-    limiterDecisions: new Counter({
+    limiterDecisions: m.counter({
       name: "gateway_limiter_decisions_total",
       help: "Rate-limiter decisions by plan in force (free, pro, business, enterprise; anonymous without a valid key) and outcome (admitted, limited, banned, revoked, rolled, unavailable).",
       labelNames: ["plan", "outcome"],
-      registers,
     }),
-    redisFaults: new Counter({
+    redisFaults: m.counter({
       name: "gateway_redis_faults_total",
       help: "Limiter calls to Redis that failed and were decided from process memory.",
-      registers,
     }),
-    limiterFallback: new Gauge({
+    limiterFallback: m.gauge({
       name: "gateway_limiter_fallback_active",
       help: "1 while the limiter decides from process memory because Redis is unavailable.",
-      registers,
     }),
-    grpcDuration: exemplarHistogram({
+    grpcDuration: m.latency({
       name: "gateway_grpc_client_duration_seconds",
       help: "Calls to the pet service by RPC method and gRPC status code.",
       labelNames: ["method", "code"],
-      buckets: LATENCY_BUCKETS,
-      registers,
     }),
-    grpcRetries: new Counter({
+    grpcRetries: m.counter({
       name: "gateway_grpc_client_retries_total",
       help: "Calls to the pet service tried again on another replica after UNAVAILABLE, by RPC method.",
       labelNames: ["method"],
-      registers,
     }),
     // Asked when scraped rather than kept up to date: fresh whatever the probe interval, and no
     // traffic to the pet service when nobody looks (alert: PetServiceNotServing).
-    petServiceServing: new Gauge({
+    petServiceServing: m.gauge({
       name: "gateway_pet_service_serving",
       help: "1 while the pet service reports SERVING to this gateway's grpc.health check (as /readyz uses it), else 0.",
-      registers,
       async collect() {
         if (probe) this.set((await probe()) ? 1 : 0);
       },

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Registry, collectDefaultMetrics, type Histogram } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { FallbackMetrics } from "../limiter/fallback-store.ts";
 import { exemplarHistogram } from "../../lib/openmetrics.ts";
 
 /**
@@ -12,6 +13,8 @@ export interface GatewayMetrics {
   limiterDecisions: Counter<"plan" | "outcome">;
   redisFaults: Counter;
   limiterFallback: Gauge;
+  limiterAmbiguous: Counter<"reason" | "answer">;
+  limiterRedisDuration: Histogram;
   grpcDuration: Histogram<"method" | "code">;
   grpcRetries: Counter<"method">;
   /** 1 while the pet service answers this gateway's grpc.health check with SERVING, else 0; asked at each scrape. */
@@ -21,6 +24,16 @@ export interface GatewayMetrics {
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+/** Finer around the values REDIS_COMMAND_TIMEOUT_MS is chosen among. */
+const REDIS_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2];
+
+/** The limiter's share of the gateway's metrics (create-limiter.ts). */
+export const limiterMetrics = (m: GatewayMetrics): FallbackMetrics => ({
+  faults: m.redisFaults,
+  fallbackActive: m.limiterFallback,
+  ambiguous: m.limiterAmbiguous,
+  redisDuration: m.limiterRedisDuration,
+});
 
 export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): GatewayMetrics {
   const registry = new Registry();
@@ -50,12 +63,24 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
     }),
     redisFaults: new Counter({
       name: "gateway_redis_faults_total",
-      help: "Limiter calls to Redis that failed and were decided from process memory.",
+      help: "Limiter calls to Redis that failed: decided from process memory, or refused with 503 when not answered in time (gateway_limiter_ambiguous_decisions_total).",
       registers,
     }),
     limiterFallback: new Gauge({
       name: "gateway_limiter_fallback_active",
       help: "1 while the limiter decides from process memory because Redis is unavailable.",
+      registers,
+    }),
+    limiterAmbiguous: new Counter({
+      name: "gateway_limiter_ambiguous_decisions_total",
+      help: "Limiter decisions sent to Redis whose reply never came, so the script may have counted them, by reason (timeout: not within REDIS_COMMAND_TIMEOUT_MS; connection_lost) and answer (unavailable: 503 with Retry-After; memory: decided from process memory, in an outage or on a lone gateway).",
+      labelNames: ["reason", "answer"],
+      registers,
+    }),
+    limiterRedisDuration: new Histogram({
+      name: "gateway_limiter_redis_duration_seconds",
+      help: "Time from a limiter decision sent to Redis to its reply, as this gateway sees it (event-loop delays included): set REDIS_COMMAND_TIMEOUT_MS well above its tail.",
+      buckets: REDIS_BUCKETS,
       registers,
     }),
     grpcDuration: exemplarHistogram({

@@ -20,6 +20,7 @@ import { createRedisStore, type RedisStore } from "../../../../gateway/limiter/r
 import { redisKey } from "../../../../lib/redis-keys.ts";
 import { freePort } from "../../../../testkit/net.ts";
 import { clientCommands, startRedis, type PrivateRedis } from "../../../../testkit/redis-server.ts";
+import { until } from "../../../../testkit/until.ts";
 
 const BAN = { after: 1000, seconds: 900 };
 const SEC = 1000;
@@ -174,6 +175,32 @@ describe("redis store on a private redis-server", () => {
     const [, blockedMs] = await busy;
     expect(blockedMs).toBeGreaterThan(200); // Redis really was unresponsive for longer than the timeout
     blocker.disconnect();
+  });
+
+  it("with other gateways live, a decision Redis does not answer in time is refused (503), never decided from memory, and counted once", async () => {
+    const c = await readyClient(server.url, { commandTimeoutMs: 100 });
+    clients.push(c);
+    const { logger, messages } = collectingLogger();
+    const store = createFallbackStore({
+      primary: createRedisStore({ redis: c, ban: BAN }),
+      fallback: createMemoryStore({ ban: BAN, clock: Date.now }),
+      logger,
+      isPrimaryReady: () => isRedisReady(c),
+      liveReplicas: () => 2,
+    });
+    const w = windowsForLimits({ perMinute: 5, perDay: 1000 });
+    expect((await store.hit("key:late", w)).outcome).toBe("admitted");
+    await admin.call("CLIENT", "PAUSE", "400", "WRITE");
+    const late = await store.hit("key:late", w);
+    expect([late.outcome, late.retryAfterSeconds, late.windows[0]!.limit]).toEqual(["unavailable", 1, 5]);
+    expect([store.outage(), store.late()]).toEqual(["none", "full"]);
+    expect(messages()).toEqual(["redis did not answer a decision in time: refused with 503, not decided from memory"]);
+    // The script ran once the pause ended: Redis counted the refused request (erring toward refusing).
+    await until("the paused script has run", async () => (await admin.hget(redisKey("key:late", "m"), "t")) === "2");
+    const next = await store.hit("key:late", w);
+    expect([next.outcome, next.windows[0]!.remaining]).toEqual(["admitted", 2]);
+    expect(store.late()).toBe("none");
+    expect(messages().at(-1)).toBe("redis answering decisions in time again");
   });
 });
 

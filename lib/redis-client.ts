@@ -31,9 +31,9 @@ function restoreFastStringPrototype(): void {
 restoreFastStringPrototype();
 
 /**
- * The gateway's REDIS_COMMAND_TIMEOUT_MS unless set: far above what the limiter's script takes
- * as a gateway sees it under load (README, Reliability: measured with bench/limiter-latency.ts),
- * so that a burst on a busy machine does not make a healthy Redis look slow.
+ * The gateway's REDIS_COMMAND_TIMEOUT_MS unless set: twice the largest limiter round trip a
+ * gateway saw under load on a busy 2-core machine (bench/limiter-latency.ts; README,
+ * Configuration, gives the figures), so that a burst does not make a healthy Redis look slow.
  */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 2000;
 

@@ -28,11 +28,12 @@
  * (REDIS_COMMAND_TIMEOUT_MS) may have been counted, and while the connection stands the other
  * replicas go on deciding in Redis, where what this one admitted from memory is not seen: so it
  * is not decided from memory but refused with 503 and Retry-After ("unavailable"), and the next
- * requests ask Redis again. (A timeout while the connection is down is the outage's.) It is never sent twice (a retry on the same connection waits behind
- * the first; the first's reply, had it come, is the only one that cannot count twice). A lone
- * replica (the heartbeat counts one) has no one to over-admit with: it decides from memory, as
- * for a lost connection, which every replica loses together when Redis goes down. A refused one
- * counts as admitted here all the same, in case the script ran.
+ * requests ask Redis again. It is never sent twice (a retry on the same connection waits behind
+ * the first; the first's reply, had it come, is the only one that cannot count twice). A refused
+ * one counts as admitted here all the same, in case the script ran. A lone replica (the heartbeat
+ * counts one) has no one to over-admit with, and a timeout while the connection is down (a
+ * Cluster node being re-established) is a lost connection, which every replica loses together
+ * when Redis goes down: both decide from memory, as in an outage.
  *
  * Leaving an outage admits no more than the limit either. What this replica admitted from memory
  * is remembered per subject and window (fold-ledger.ts) and folded into Redis once the subject's
@@ -223,7 +224,6 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
     }
   }
 
-
   /**
    * While `node`'s subjects leave an outage (the node still marked down, this request probing it,
    * or settling), the live replicas their share is taken with: no fewer than when it ended.
@@ -304,8 +304,7 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
         if (err instanceof RangeError) throw err; // invalid windows: a caller bug, not an outage
         const ambiguous = err instanceof AmbiguousDecisionError ? err : undefined;
         const failed = node ?? nodeOf(subject);
-        // Late on a connection that stands: Redis slow (a timeout while the connection is down, a
-        // Cluster node's being re-established say, is the outage's, as is a lone replica's).
+        // Late while the connection stands and other replicas are live: Redis slow, not down.
         if (ambiguous?.late && liveReplicas() !== 1 && isNodeReady(failed)) return unanswered(ambiguous, failed, subject, windows, capped);
         // An outage: memory decides, or the share that capped it did.
         markDown(failed, clock() + probeIntervalMs, err, subject);

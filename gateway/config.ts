@@ -2,7 +2,7 @@ import express from "express";
 import { z } from "zod";
 import { decimalText, integer, parseEnv, port } from "../lib/config.ts";
 import { defaultKeysDir } from "../lib/keys-dir.ts";
-import { redisUrl } from "../lib/redis-client.ts";
+import { DEFAULT_COMMAND_TIMEOUT_MS, redisUrl } from "../lib/redis-client.ts";
 import type { TlsFiles } from "../lib/tls-files.ts";
 import { batchFitsQueue, OTEL_ENV } from "../lib/tracing/config.ts";
 import { GRPC_TARGET_FORMS, isGrpcTarget } from "./pet-client/grpc-target.ts";
@@ -42,6 +42,11 @@ export const GATEWAY_ENV = z.object({
     .default("127.0.0.1:50051"),
   PET_SERVICE_TIMEOUT_MS: positiveInt(2000, "a positive number of milliseconds"),
   REDIS_URL: redisUrl.optional(),
+  /**
+   * How long a limiter decision waits for Redis. Past it the decision is refused with 503 (never
+   * guessed: the script may have counted it); a minute is surely a mistake of units.
+   */
+  REDIS_COMMAND_TIMEOUT_MS: integer(DEFAULT_COMMAND_TIMEOUT_MS, "a number of milliseconds from 1 to 60000", 1, 60_000),
   KEYS_DIR: z.string().default(defaultKeysDir),
   BAN_AFTER: positiveInt(20, "a positive integer"),
   BAN_SECONDS: positiveInt(900, "a positive number of seconds"),

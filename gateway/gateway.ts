@@ -9,7 +9,7 @@ import { watchKeyChanges } from "./auth/key-changes.ts";
 import { petServiceTlsFiles, upstreamsOf, type GatewayConfig } from "./config.ts";
 import { createLimiter, type Limiter } from "./limiter/create-limiter.ts";
 import { ANONYMOUS_WINDOWS } from "./quota/plans.ts";
-import { createGatewayMetrics, type GatewayMetrics } from "./ops/metrics.ts";
+import { createGatewayMetrics, limiterMetrics, type GatewayMetrics } from "./ops/metrics.ts";
 import { createPetClient } from "./pet-client/pet-client.ts";
 import { tracePetClient } from "./pet-client/traced.ts";
 import { watchTlsFiles } from "../lib/tls-files.ts";
@@ -55,7 +55,8 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
       ban: { after: config.BAN_AFTER, seconds: config.BAN_SECONDS },
       clock,
       logger,
-      metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
+      metrics: limiterMetrics(metrics),
+      redis: { commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS },
     });
   // TLS to the pet service when PET_SERVICE_TLS_* say so; the files are read now (a bad one stops the start) and on every change.
   const tlsFiles = petServiceTlsFiles(config);
@@ -79,6 +80,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     async () => (stopping ? "shutting down" : undefined),
     petHealth,
     async () => (limiter.outage() === "full" ? "redis unavailable (limiting from memory)" : undefined),
+    async () => (limiter.late() === "full" ? "redis not answering in time (its decisions refused with 503)" : undefined),
   ];
   if (!(await limiter.ready(2000))) {
     // Without one heartbeat this replica cannot know its share of any limit: 503 until Redis answers.

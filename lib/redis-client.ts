@@ -1,8 +1,8 @@
 /**
  * The one Redis connection factory (the gateway's limiter, `keys revoke`), tuned to fail fast:
- * a request never waits more than the command timeout (100 ms) for Redis, nothing queues while
- * disconnected, and the client keeps reconnecting in the background (capped backoff) so the
- * gateway returns to Redis by itself.
+ * a request never waits more than the command timeout (the gateway's REDIS_COMMAND_TIMEOUT_MS)
+ * for Redis, nothing queues while disconnected, and the client keeps reconnecting in the
+ * background (capped backoff) so the gateway returns to Redis by itself.
  *
  * REDIS_URL forms:
  *   redis://[user:pass@]host:6379[/db]          one server (rediss:// for TLS)
@@ -30,8 +30,15 @@ function restoreFastStringPrototype(): void {
 }
 restoreFastStringPrototype();
 
+/**
+ * The gateway's REDIS_COMMAND_TIMEOUT_MS unless set: twice the largest limiter round trip a
+ * gateway saw under load on a busy 2-core machine (bench/limiter-latency.ts; README,
+ * Configuration, gives the figures), so that a burst does not make a healthy Redis look slow.
+ */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 2000;
+
 export interface RedisClientOptions {
-  /** Per-command timeout (default 100 ms; keep it ≤ 100 ms on the request path). */
+  /** Per-command timeout (default DEFAULT_COMMAND_TIMEOUT_MS). */
   commandTimeoutMs?: number;
   /** TCP connect timeout (default 1000 ms). */
   connectTimeoutMs?: number;
@@ -93,7 +100,7 @@ export function createRedisClient(url: string, opts: RedisClientOptions = {}): R
   const retryStrategy = (times: number): number =>
     Math.min(50 * 2 ** Math.min(times - 1, 16), maxDelay) + Math.floor(Math.random() * 50);
   const common: RedisOptions = {
-    commandTimeout: opts.commandTimeoutMs ?? 100,
+    commandTimeout: opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
     connectTimeout: opts.connectTimeoutMs ?? 1000,
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,

@@ -4,6 +4,7 @@ import { createTestKeys, type TestKeys } from "./gateway.ts";
 import { freePort } from "./net.ts";
 import { startPetService, type RunningPetService } from "./pet-service.ts";
 import { launchNode } from "./process.ts";
+import { until } from "./until.ts";
 
 /** The real gateway process (`node gateway/main.ts`), as operators run it. */
 export interface GatewayProcess {
@@ -51,4 +52,38 @@ export function useGatewayProcess(env: Record<string, string>): { gateway(): Gat
     await keys?.remove();
   });
   return { gateway: () => gateway, keys: () => keys };
+}
+
+/** The live replicas a gateway process last logged (its heartbeat logs each change), undefined before the first. */
+export function loggedReplicas(gateway: GatewayProcess): number | undefined {
+  let replicas: number | undefined;
+  for (const line of gateway.output().split("\n")) {
+    if (!line.includes('"live gateway replicas"')) continue;
+    replicas = (JSON.parse(line) as { replicas: number }).replicas;
+  }
+  return replicas;
+}
+
+/**
+ * For one test file: a pet service, a KEYS_DIR and `count` real gateway processes on the Redis at
+ * `redisUrl()` (`env` on top), started before the tests once each heartbeat counts them all, and
+ * stopped after them.
+ */
+export function useGatewayProcesses(count: number, redisUrl: () => string, env: Record<string, string> = {}): { gateways(): GatewayProcess[]; keys(): TestKeys } {
+  let pets: RunningPetService;
+  let keys: TestKeys;
+  let gateways: GatewayProcess[] = [];
+  beforeAll(async () => {
+    [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
+    const all = { PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, REDIS_URL: redisUrl(), LOG_LEVEL: "info", ...env };
+    gateways = await Promise.all(Array.from({ length: count }, () => spawnGateway(all)));
+    await until("every heartbeat counts every gateway", () => gateways.every((g) => loggedReplicas(g) === count));
+  });
+  afterAll(async () => {
+    for (const g of gateways) g.child.kill("SIGTERM");
+    await Promise.all(gateways.map((g) => g.exited));
+    await pets?.stop();
+    await keys?.remove();
+  });
+  return { gateways: () => gateways, keys: () => keys };
 }

@@ -8,7 +8,7 @@ import type { AppDeps } from "../gateway/app.ts";
 import { loadGatewayConfig } from "../gateway/config.ts";
 import { createGateway, createHttpServer } from "../gateway/gateway.ts";
 import { createLimiter, type Limiter, type LimiterOptions } from "../gateway/limiter/create-limiter.ts";
-import { createGatewayMetrics, type GatewayMetrics } from "../gateway/ops/metrics.ts";
+import { createGatewayMetrics, limiterMetrics, type GatewayMetrics } from "../gateway/ops/metrics.ts";
 import { ensureKeyPair, issueKey, type IssueOptions } from "../keys/index.ts";
 import type { Clock } from "../lib/clock.ts";
 import { afterAll, beforeAll } from "vitest";
@@ -109,8 +109,7 @@ export function memoryLimiter(opts: { clock: Clock; ban: LimiterOptions["ban"] }
 /**
  * A limiter factory for startGateway's `limiter`: the real limiter wiring on the Redis at `redisUrl`
  * (any REDIS_URL form), counting Redis faults and the fallback in the app's metrics, with a 1 s
- * command timeout: the production 100 ms is missed by a healthy Redis on a loaded test machine
- * (a decision taken from memory would break exact counts), and these tests are not about speed.
+ * command timeout (tests stall Redis past it on purpose, e.g. CLIENT PAUSE 1500).
  */
 export function redisLimiter(opts: {
   redisUrl: string;
@@ -123,7 +122,7 @@ export function redisLimiter(opts: {
       ban: opts.ban ?? { after: 1000, seconds: 900 },
       clock: Date.now,
       logger: createLogger("gateway-test", "silent"),
-      metrics: { faults: metrics.redisFaults, fallbackActive: metrics.limiterFallback },
+      metrics: limiterMetrics(metrics),
       redis: { commandTimeoutMs: 1000 },
       ...(opts.presence ? { presence: opts.presence } : {}),
     });
@@ -163,4 +162,34 @@ export async function untilPastShares(urls: readonly string[], freshKey: () => s
     }
     return true;
   });
+}
+
+/** What a test looks at in a gateway's answer to GET /v1/pets. */
+export interface Reply {
+  status: number;
+  /** X-RateLimit-Limit: the full limit when Redis decided, a share when memory did. */
+  limit: string | null;
+  remaining: string | null;
+  retryAfter: string | null;
+  /** The Error body's code, for an error status. */
+  code?: string;
+}
+
+/**
+ * `n` concurrent GET /v1/pets?limit=1 with `key`, through `urls` in turn (request i to urls[i %
+ * length]); `onReply` is told how many replies are back after each.
+ */
+export function concurrentGets(urls: readonly string[], key: string, n: number, onReply?: (done: number) => void): Promise<Reply[]> {
+  let done = 0;
+  return Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const res = await fetch(`${urls[i % urls.length]}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${key}` } });
+      const body = await res.text();
+      const header = (name: string) => res.headers.get(name);
+      const reply: Reply = { status: res.status, limit: header("x-ratelimit-limit"), remaining: header("x-ratelimit-remaining"), retryAfter: header("retry-after") };
+      if (res.status >= 400) reply.code = (JSON.parse(body) as { code: string }).code;
+      onReply?.(++done);
+      return reply;
+    }),
+  );
 }

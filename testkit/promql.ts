@@ -88,6 +88,17 @@ export async function metricValue(url: string, name: string, labels: Record<stri
   return sample?.value;
 }
 
+/** A histogram's cumulative bucket counts (`le` ascending, +Inf last) summed over every series of `name` in `samples`. */
+export function histogramBuckets(samples: readonly Sample[], name: string): { le: number; count: number }[] {
+  const byLe = new Map<number, number>();
+  for (const s of samples) {
+    if (s.name !== `${name}_bucket`) continue;
+    const le = s.labels.le === "+Inf" ? Infinity : Number(s.labels.le);
+    byLe.set(le, (byLe.get(le) ?? 0) + s.value);
+  }
+  return [...byLe].map(([le, count]) => ({ le, count })).sort((a, b) => a.le - b.le);
+}
+
 /** Prometheus semantics: an absent label has the value "", regular expressions are anchored. */
 export function matches(sample: Sample, matcher: Matcher): boolean {
   const value = sample.labels[matcher.label] ?? "";

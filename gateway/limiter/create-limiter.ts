@@ -41,6 +41,8 @@ export interface Limiter extends LimiterStore {
   outage(): Outage;
   /** The Redis nodes whose subjects are decided from memory now. */
   nodesInFallback(): string[];
+  /** How much of Redis left its last decision unanswered in time ("none" without Redis). */
+  late(): Outage;
   /** Live gateway replicas as the heartbeat last saw them (1 without Redis). */
   liveReplicas(): number | undefined;
   /** The Redis client when configured (e.g. for the gateway's status page). */
@@ -65,6 +67,7 @@ export function createLimiter(opts: LimiterOptions): Limiter {
       mode: "memory" as const,
       outage: () => "none" as const,
       nodesInFallback: () => [],
+      late: () => "none" as const,
       liveReplicas: () => 1,
       ready: async () => true,
       async close() {
@@ -75,6 +78,9 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   }
 
   const redis = createRedisClient(opts.redisUrl, opts.redis);
+  /** A Cluster master's own client, by "host:port". */
+  const master = (node: string) =>
+    redis instanceof Cluster ? redis.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node) : undefined;
   const probeIntervalMs = opts.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
   const store = createFallbackStore({
     primary: createRedisStore({ redis, ban: opts.ban }),
@@ -87,6 +93,7 @@ export function createLimiter(opts: LimiterOptions): Limiter {
       ? {
           nodeOf: (subject: string) => redis.slots[subjectSlot(subject)]?.[0] ?? "unknown",
           isNode: (node: string) => redis.slots.some((owners) => owners?.[0] === node),
+          isNodeReady: (node: string) => master(node)?.status === "ready",
         }
       : {}),
     liveReplicas: () => presence.liveReplicas(),
@@ -105,15 +112,16 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   // otherwise stay there, and the metric and alert with it. On Cluster a node that does not
   // answer, or that the client no longer connects to, may be one a failover replaced, in a slot
   // map no request has refreshed (ioredis refreshes it on errors and redirects only): refresh it,
-  // so the store sees at once that the node is gone.
+  // so the store sees at once that the node is gone. A late Cluster node is pinged too (an
+  // unsharded Redis's lateness ends with the heartbeat).
   const probe = setInterval(() => {
     const nodes = store.nodesInFallback();
     if (!(redis instanceof Cluster)) {
       if (nodes.length > 0) redis.ping().then(answered, () => {});
       return;
     }
-    for (const node of nodes) {
-      const client = redis.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node);
+    for (const node of new Set([...nodes, ...store.nodesLate()])) {
+      const client = master(node);
       (client ? client.ping() : Promise.reject(new Error("no connection"))).then(
         () => store.nodeAnswered(node),
         () => redis.refreshSlotsCache(),

@@ -5,20 +5,35 @@
  *
  * A fault is the fault of one node. On Redis Cluster `nodeOf` names the master holding a
  * subject's slot: a failure marks that node, and only subjects on a marked node are decided from
- * memory; the others stay in Redis. A failure while the client claims to be ready (a timeout:
- * the node slow, partitioned or failing over) skips that node for `probeIntervalMs` before its
- * next subject tries it again, so requests do not each pay the command timeout. While the client
- * as a whole is not ready (disconnected, reconnecting) every decision comes from memory at once.
+ * memory; the others stay in Redis. A failure while the client claims to be ready (the node's
+ * connection lost, an error reply; a timeout on a lone replica, below) skips that node for
+ * `probeIntervalMs` before its next subject tries it again, so requests do not each pay for it.
+ * While the client as a whole is not ready (disconnected, reconnecting) every decision comes
+ * from memory at once.
  * A failover replaces a node rather than healing it: once `isNode` says a failed node holds no
  * slots any more, its outage is over (its subjects already go to the new master).
  *
  * Never over-admitting: from memory a replica admits only its share of each limit, the limit
  * divided by the live replicas (presence.ts; rounded down), so the replicas together admit at
- * most the limit in any window that lies within the outage. Every request Redis admitted is
- * also recorded in memory, so what this replica admitted just before the outage counts against
- * its share. A share of 0 (a limit smaller than the number of replicas), or a replica count not
- * yet known, admits nothing: the decision is "unavailable" (503 with Retry-After), not a 429
- * the client earned.
+ * most the limit in any window that lies within the outage. For a window the outage cuts, each
+ * replica also keeps what Redis last told it (memory-store.ts `learn`): every request Redis
+ * admitted through this replica counts against its share, and the window's count in each reply,
+ * less those, is what the others admitted, which comes off the limit too: own + others ≤ limit.
+ * So the replicas stay within the limit unless one admitted through Redis beyond its share after
+ * another last heard of the key (the worst case is that excess; README, Reliability). A share
+ * of 0 (a limit smaller than the number of replicas), or a replica count not yet known, admits
+ * nothing: the decision is "unavailable" (503 with Retry-After), not a 429 the client earned.
+ *
+ * Redis slow is not Redis down. A decision whose reply did not come within the command timeout
+ * (REDIS_COMMAND_TIMEOUT_MS) may have been counted, and while the connection stands the other
+ * replicas go on deciding in Redis, where what this one admitted from memory is not seen: so it
+ * is not decided from memory but refused with 503 and Retry-After ("unavailable"), and the next
+ * requests ask Redis again. It is never sent twice (a retry on the same connection waits behind
+ * the first; the first's reply, had it come, is the only one that cannot count twice). A refused
+ * one counts as admitted here all the same, in case the script ran. A lone replica (the heartbeat
+ * counts one) has no one to over-admit with, and a timeout while the connection is down (a
+ * Cluster node being re-established) is a lost connection, which every replica loses together
+ * when Redis goes down: both decide from memory, as in an outage.
  *
  * Leaving an outage admits no more than the limit either. What this replica admitted from memory
  * is remembered per subject and window (fold-ledger.ts) and folded into Redis once the subject's
@@ -35,17 +50,19 @@
  * A fold is never counted twice. One that Redis refused or the client never sent
  * (FoldNotRunError) is kept for the next try; one whose reply was lost (a timeout) may have run,
  * so it is dropped with a warning, and Redis may then miss those requests. A request whose
- * decision timed out and which memory then admitted is folded: had the script run, Redis counts
- * it twice (erring toward refusing). README (Reliability) says what all this does and does not cover.
+ * decision was lost with the connection and which memory then admitted is folded: had the script
+ * run, Redis counts it twice (erring toward refusing). README (Reliability) says what all this does
+ * and does not cover.
  */
-import type { Counter, Gauge } from "prom-client";
+import type { Counter, Gauge, Histogram } from "prom-client";
 import type { Logger } from "../../lib/logger.ts";
 import type { Decision, LimiterStore, WindowLimit } from "./limiter.ts";
 import { DEFAULT_MAX_SUBJECTS, type MemoryStore } from "./memory-store.ts";
-import type { RedisStore } from "./redis-store.ts";
+import { AmbiguousDecisionError, type RedisStore } from "./redis-store.ts";
 import { createFoldLedger } from "./fold-ledger.ts";
 import { foldBack } from "./fold-back.ts";
-import { replicaShares, unavailable } from "./replica-share.ts";
+import { lateNodes } from "./late-nodes.ts";
+import { refusal, shareDecisions, shareLimit } from "./replica-share.ts";
 import { systemClock, type Clock } from "../../lib/clock.ts";
 
 export interface FallbackMetrics {
@@ -53,11 +70,15 @@ export interface FallbackMetrics {
   faults: Pick<Counter, "inc">;
   /** 1 while any decision comes from memory, 0 otherwise. */
   fallbackActive: Pick<Gauge, "set">;
+  /** Decisions whose script may have run without a reply: why (`timeout`, `connection_lost`) and how they were answered (`unavailable`, `memory`). */
+  ambiguous: Pick<Counter<"reason" | "answer">, "inc">;
+  /** Seconds from a decision sent to Redis to its reply (those that came). */
+  redisDuration: Pick<Histogram, "observe">;
 }
 
 export interface FallbackStoreOptions {
   primary: Pick<RedisStore, "hit" | "fold" | "close">;
-  fallback: Pick<MemoryStore, "hit" | "record" | "close">;
+  fallback: Pick<MemoryStore, "hit" | "record" | "learn" | "elsewhere" | "close">;
   logger: Logger;
   metrics?: FallbackMetrics;
   /** Whether the primary can take commands now (e.g. `() => isRedisReady(client)`); default always. */
@@ -66,6 +87,8 @@ export interface FallbackStoreOptions {
   nodeOf?: (subject: string) => string;
   /** Whether a node still holds slots (Cluster: the client's slot map). Default: always. */
   isNode?: (node: string) => boolean;
+  /** Whether the connection to a node stands (Cluster: its master's). Default: `isPrimaryReady`. */
+  isNodeReady?: (node: string) => boolean;
   /** Live gateway replicas (presence.ts), undefined while unknown. Default 1: a lone gateway. */
   liveReplicas?: () => number | undefined;
   /** After a node fails, how long its subjects are decided from memory before it is tried again (default 250 ms). */
@@ -85,6 +108,10 @@ export interface FallbackStore extends LimiterStore {
   outage(): Outage;
   /** The nodes whose subjects are decided from memory now. */
   nodesInFallback(): string[];
+  /** How much of Redis has left its last decision unanswered in time ("full": the one node of an unsharded Redis). */
+  late(): Outage;
+  /** The nodes whose last decision was not answered in time: their requests get 503 until one is. */
+  nodesLate(): string[];
   /**
    * Redis answered outside `hit` (the heartbeat, the client ready again, a ping): an outage of the
    * whole client, or of the one node of an unsharded Redis, is over. Without it only a request ended
@@ -112,6 +139,7 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   const sharded = opts.nodeOf !== undefined;
   const nodeOf = opts.nodeOf ?? (() => ONE_NODE);
   const isNode = opts.isNode ?? (() => true);
+  const isNodeReady = opts.isNodeReady ?? (() => isPrimaryReady());
   const liveReplicas = opts.liveReplicas ?? (() => 1);
   const probeIntervalMs = opts.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
   const settleMs = opts.settleMs ?? 4 * probeIntervalMs;
@@ -129,7 +157,8 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   const settling = new Map<string, { until: number; replicas: number | undefined }>();
   /** Nodes whose outage was logged (and whose return will be). */
   const announced = new Set<string>();
-  const shareOf = replicaShares();
+  const late = lateNodes({ logger, faults: metrics?.faults });
+  const byShare = shareDecisions({ memory: fallback, clock });
   const { foldOf, foldPending } = foldBack({
     primary,
     ledger,
@@ -189,7 +218,10 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   /** The client is ready (again): Redis answered it, so an outage of the whole client, or of an unsharded Redis's one node, is over. */
   function clientAnswered(): void {
     recovered(ALL);
-    if (!sharded) recovered(ONE_NODE);
+    if (!sharded) {
+      recovered(ONE_NODE);
+      late.answered(ONE_NODE);
+    }
   }
 
   /**
@@ -210,17 +242,25 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
 
   async function fromMemory(subject: string, windows: readonly WindowLimit[]): Promise<Decision> {
     const replicas = liveReplicas();
-    const share = shareOf(windows, replicas);
-    if (!share) return unavailable(windows, replicas, clock(), probeIntervalMs);
-    const decision = await fallback.hit(subject, share);
+    const decision = await byShare(subject, windows, replicas);
+    if (!decision) {
+      const shown = windows.map((w) => ({ ...w, limit: shareLimit(w.limit, replicas) }));
+      return refusal("unavailable", shown, clock(), clock() + probeIntervalMs);
+    }
     if (decision.outcome === "admitted") ledger.add(subject, windows);
     return decision;
   }
 
-  /** This replica's share decides (counted in memory); undefined without a share (then memory admitted nothing). */
-  async function shareFirst(subject: string, windows: readonly WindowLimit[], replicas: number | undefined): Promise<Decision | undefined> {
-    const share = shareOf(windows, replicas);
-    return share && fallback.hit(subject, share);
+  /**
+   * A decision Redis did not answer in time while other replicas are live (or their number is
+   * unknown): refused with 503, since they go on deciding in Redis and would not see what memory
+   * admitted. It counts here as admitted all the same, in case the script ran.
+   */
+  function unanswered(err: AmbiguousDecisionError, node: string, subject: string, windows: readonly WindowLimit[], capped: Decision | undefined): Decision {
+    if (!capped) fallback.record(subject, windows);
+    late.unanswered(node, err);
+    metrics?.ambiguous.inc({ reason: "timeout", answer: "unavailable" });
+    return refusal("unavailable", windows, clock(), clock() + probeIntervalMs);
   }
 
 
@@ -231,8 +271,8 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
         return fromMemory(subject, windows);
       }
       if (down.has(ALL)) clientAnswered();
-      // Only while some node is down or settling is a subject's node worth looking up.
-      const node = down.size > 0 || settling.size > 0 ? nodeOf(subject) : undefined;
+      // Only while some node is down, settling or late is a subject's node worth looking up.
+      const node = down.size > 0 || settling.size > 0 || late.size() > 0 ? nodeOf(subject) : undefined;
       if (node !== undefined && clock() < (down.get(node) ?? 0)) return fromMemory(subject, windows);
       const probing = node !== undefined && down.has(node);
       let capped: Decision | undefined;
@@ -247,22 +287,32 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
         // there only makes a later outage's share stricter).
         const cap = node === undefined ? undefined : leaving(node);
         if (cap) {
-          capped = await shareFirst(subject, windows, cap.replicas);
+          capped = await byShare(subject, windows, cap.replicas);
           if (capped && capped.outcome !== "admitted") return capped;
         }
+        const sentAt = performance.now();
         const decision = await primary.hit(subject, windows, key);
+        metrics?.redisDuration.observe((performance.now() - sentAt) / 1000);
         if (node !== undefined) {
           recovered(node);
+          late.answered(node);
           forgetReplaced();
         }
-        if (decision.outcome === "admitted" && !capped) fallback.record(subject, windows);
+        fallback.learn(subject, windows, decision, decision.outcome === "admitted" && !capped);
         return decision;
       } catch (err) {
         if (err instanceof RangeError) throw err; // invalid windows: a caller bug, not an outage
-        markDown(node ?? nodeOf(subject), clock() + probeIntervalMs, err, subject);
-        if (!capped) return fromMemory(subject, windows);
-        ledger.add(subject, windows); // the share admitted it: from memory after all
-        return capped;
+        const ambiguous = err instanceof AmbiguousDecisionError ? err : undefined;
+        const failed = node ?? nodeOf(subject);
+        // Late while the connection stands and other replicas are live: Redis slow, not down.
+        if (ambiguous?.late && liveReplicas() !== 1 && isNodeReady(failed)) return unanswered(ambiguous, failed, subject, windows, capped);
+        // An outage: memory decides, or the share that capped it did.
+        markDown(failed, clock() + probeIntervalMs, err, subject);
+        if (capped) ledger.add(subject, windows); // the share admitted it: from memory after all
+        const decision = capped ?? (await fromMemory(subject, windows));
+        const answer = decision.outcome === "unavailable" ? "unavailable" : "memory";
+        if (ambiguous) metrics?.ambiguous.inc({ reason: ambiguous.late ? "timeout" : "connection_lost", answer });
+        return decision;
       }
     },
     outage,
@@ -270,6 +320,8 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
       forgetReplaced();
       return [...down.keys()];
     },
+    late: () => (late.size() === 0 ? "none" : sharded ? "partial" : "full"),
+    nodesLate: late.list,
     primaryAnswered() {
       if (isPrimaryReady()) clientAnswered();
       return foldPending();
@@ -279,6 +331,7 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
     },
     nodeAnswered(node) {
       recovered(node);
+      late.answered(node);
       return foldPending();
     },
     nodesChanged() {

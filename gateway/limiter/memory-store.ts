@@ -31,6 +31,16 @@ export interface MemoryStore extends LimiterStore {
    * outage this replica's own earlier admissions count against its share.
    */
   record(subject: string, windows: readonly WindowLimit[]): void;
+  /**
+   * Notes what Redis decided for `subject` (the fallback store, on every reply): counts the request
+   * here when `counted` (as `record`), and keeps per window how many of the requests Redis counts
+   * this replica did not admit itself (other replicas admitted them), until that window's newest
+   * request stops counting (erring long: Redis's older buckets leave sooner). During an outage
+   * they count against what this replica may admit (`elsewhere`).
+   */
+  learn(subject: string, windows: readonly WindowLimit[], reply: Decision, counted: boolean): void;
+  /** Per window, what Redis last said others admitted that still counts now; undefined when nothing does. */
+  elsewhere(subject: string, windows: readonly WindowLimit[]): Elsewhere[] | undefined;
   /** Revokes a subject in this process (the Redis store reads the keys CLI's `revoked` key instead). */
   revoke(subject: string): void;
   /**
@@ -46,8 +56,16 @@ export interface MemoryStore extends LimiterStore {
   bucketCount(subject: string): number;
 }
 
+/** Requests of one window that Redis counts and other replicas admitted, as last learned; they count until `untilMs`. */
+export interface Elsewhere {
+  n: number;
+  untilMs: number;
+}
+
 interface SubjectState extends BanState {
   windows: Map<number, WindowCounter>;
+  /** Window length in seconds → what Redis last said other replicas admitted in it. */
+  elsewhere?: Map<number, Elsewhere>;
   lastUsedMs?: number;
 }
 
@@ -70,13 +88,13 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
   const revoked = new Set<string>();
   let changes = 0;
 
-  const expiresAt = (s: SubjectState, nowMs: number): number =>
-    Math.max(
-      s.banUntilMs,
-      s.strikes?.untilMs ?? 0,
-      s.offences?.untilMs ?? 0,
-      ...[...s.windows.values()].map((w) => w.expiresAt(nowMs)),
-    );
+  // Loops, not spread arrays: it runs for two subjects on every request (sweep).
+  function expiresAt(s: SubjectState, nowMs: number): number {
+    let at = Math.max(s.banUntilMs, s.strikes?.untilMs ?? 0, s.offences?.untilMs ?? 0);
+    for (const w of s.windows.values()) at = Math.max(at, w.expiresAt(nowMs));
+    if (s.elsewhere) for (const e of s.elsewhere.values()) at = Math.max(at, e.untilMs);
+    return at;
+  }
 
   function sweep(nowMs: number): void {
     let examined = 0;
@@ -145,6 +163,37 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
       changes++;
       for (const counter of countersOf(stateOf(subject), limits, nowMs)) counter.add(nowMs);
       sweep(nowMs);
+    },
+    learn(subject, limits, reply, counted) {
+      const nowMs = clock();
+      changes++;
+      const state = stateOf(subject);
+      const counters = countersOf(state, limits, nowMs);
+      for (let i = 0; i < counters.length; i++) {
+        const own = counters[i]!;
+        const w = reply.windows[i]!;
+        if (counted) own.add(nowMs);
+        // Redis reports what is left, never more than the limit: a full window counts as the limit.
+        const n = w.limit - w.remaining - own.total;
+        const known = state.elsewhere?.get(w.windowSeconds);
+        if (n <= 0) {
+          if (known) state.elsewhere!.delete(w.windowSeconds);
+        } else if (known) {
+          known.n = n;
+          known.untilMs = w.resetAt * 1000;
+        } else (state.elsewhere ??= new Map()).set(w.windowSeconds, { n, untilMs: w.resetAt * 1000 });
+      }
+      sweep(nowMs);
+    },
+    elsewhere(subject, limits) {
+      const known = subjects.get(subject)?.elsewhere;
+      if (!known || known.size === 0) return undefined;
+      const nowMs = clock();
+      const standing = limits.map(({ windowSeconds }) => {
+        const e = known.get(windowSeconds);
+        return e && e.untilMs > nowMs ? e : { n: 0, untilMs: nowMs };
+      });
+      return standing.some((e) => e.n > 0) ? standing : undefined;
     },
     async close() {
       subjects.clear();

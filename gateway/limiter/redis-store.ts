@@ -2,7 +2,8 @@
  * The limiter in Redis, shared by every gateway replica: exactly one command per request, an
  * EVALSHA of sliding-window.lua (ioredis `defineCommand`: EVAL the first time on a connection,
  * EVALSHA afterwards, and EVAL again after a NOSCRIPT reply, e.g. after SCRIPT FLUSH or a
- * failover). The script reads Redis TIME, so replicas with skewed clocks agree.
+ * failover). The script reads Redis TIME, so replicas with skewed clocks agree. A decision that
+ * failed after its command was written rejects with AmbiguousDecisionError: it may have counted.
  */
 import { readFileSync } from "node:fs";
 import { ReplyError, type Cluster, type Redis } from "ioredis";
@@ -64,6 +65,21 @@ export class FoldNotRunError extends Error {
   }
 }
 
+/**
+ * A decision whose script may have run (and counted the request) though no reply came: it did not
+ * come within the command timeout (`late`: Redis slow, or the path to it), or the connection was
+ * lost while waiting for it.
+ */
+export class AmbiguousDecisionError extends Error {
+  readonly late: boolean;
+
+  constructor(cause: Error) {
+    super(cause.message, { cause });
+    this.name = "AmbiguousDecisionError";
+    this.late = cause.message === "Command timed out"; // ioredis's commandTimeout
+  }
+}
+
 /** ioredis's errors for a command it rejects before writing it (no offline queue, not connected). */
 const UNSENT = new Set([
   "Stream isn't writeable and enableOfflineQueue options is false",
@@ -103,7 +119,12 @@ export function createRedisStore(opts: RedisStoreOptions): RedisStore {
     async hit(subject, windows, key) {
       const policy = policyFor(windows);
       const keys = limiterKeys(subject, windows);
-      const reply = await client[COMMAND](keys.length, ...keys, now(), policy, key ? String(key.generation) : "", "");
+      let reply: unknown;
+      try {
+        reply = await client[COMMAND](keys.length, ...keys, now(), policy, key ? String(key.generation) : "", "");
+      } catch (err) {
+        throw notRun(err) ? err : new AmbiguousDecisionError(err as Error);
+      }
       return decisionFromReply(reply, windows);
     },
     async fold(subject, windows, admitted) {

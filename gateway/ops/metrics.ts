@@ -1,4 +1,5 @@
 import type { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { FallbackMetrics } from "../limiter/fallback-store.ts";
 import { createMetricsRegistry } from "../../lib/metrics-registry.ts";
 
 /** The gateway's Prometheus metrics, on a registry of their own (lib/metrics-registry.ts). */
@@ -9,6 +10,8 @@ export interface GatewayMetrics {
   limiterDecisions: Counter<"plan" | "outcome">;
   redisFaults: Counter;
   limiterFallback: Gauge;
+  limiterAmbiguous: Counter<"reason" | "answer">;
+  limiterRedisDuration: Histogram;
   grpcDuration: Histogram<"method" | "code">;
   grpcRetries: Counter<"method">;
   /** 1 while the pet service answers this gateway's grpc.health check with SERVING, else 0; asked at each scrape. */
@@ -16,6 +19,17 @@ export interface GatewayMetrics {
   /** Sets the check petServiceServing runs at scrape time (createGateway: the readiness health check). */
   probePetService(serving: () => Promise<boolean>): void;
 }
+
+/** Finer around the values REDIS_COMMAND_TIMEOUT_MS is chosen among. */
+const REDIS_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2];
+
+/** The limiter's share of the gateway's metrics (create-limiter.ts). */
+export const limiterMetrics = (m: GatewayMetrics): FallbackMetrics => ({
+  faults: m.redisFaults,
+  fallbackActive: m.limiterFallback,
+  ambiguous: m.limiterAmbiguous,
+  redisDuration: m.limiterRedisDuration,
+});
 
 export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): GatewayMetrics {
   const m = createMetricsRegistry(opts);
@@ -39,11 +53,21 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
     }),
     redisFaults: m.counter({
       name: "gateway_redis_faults_total",
-      help: "Limiter calls to Redis that failed and were decided from process memory.",
+      help: "Limiter calls to Redis that failed: decided from process memory, or refused with 503 when not answered in time (gateway_limiter_ambiguous_decisions_total).",
     }),
     limiterFallback: m.gauge({
       name: "gateway_limiter_fallback_active",
       help: "1 while the limiter decides from process memory because Redis is unavailable.",
+    }),
+    limiterAmbiguous: m.counter({
+      name: "gateway_limiter_ambiguous_decisions_total",
+      help: "Limiter decisions sent to Redis whose reply never came, so the script may have counted them, by reason (timeout: not within REDIS_COMMAND_TIMEOUT_MS; connection_lost) and answer (unavailable: 503 with Retry-After; memory: decided from process memory, in an outage or on a lone gateway).",
+      labelNames: ["reason", "answer"],
+    }),
+    limiterRedisDuration: m.histogram({
+      name: "gateway_limiter_redis_duration_seconds",
+      help: "Time from a limiter decision sent to Redis to its reply, as this gateway sees it (event-loop delays included): set REDIS_COMMAND_TIMEOUT_MS well above its tail.",
+      buckets: REDIS_BUCKETS,
     }),
     grpcDuration: m.latency({
       name: "gateway_grpc_client_duration_seconds",

@@ -13,6 +13,7 @@ describe("gateway configuration", () => {
       TRUST_PROXY: false,
       HEADERS_TIMEOUT_MS: 10_000,
       REQUEST_TIMEOUT_MS: 30_000,
+      REDIS_COMMAND_TIMEOUT_MS: 2000,
     });
     expect(loadGatewayConfig({}).REDIS_URL).toBeUndefined();
   });
@@ -37,6 +38,10 @@ describe("gateway configuration", () => {
     ["PET_SERVICE_ADDR", "ipv4:10.0.0.1:50051,pet-service:50051"],
     ["PET_SERVICE_ADDR", "pet-service:50051,other:50051"],
     ["PET_SERVICE_TIMEOUT_MS", "soon"],
+    ["REDIS_COMMAND_TIMEOUT_MS", "0"],
+    ["REDIS_COMMAND_TIMEOUT_MS", "0.5"],
+    ["REDIS_COMMAND_TIMEOUT_MS", "500ms"],
+    ["REDIS_COMMAND_TIMEOUT_MS", "120000"], // over a minute
     ["HEADERS_TIMEOUT_MS", "0"],
     ["REQUEST_TIMEOUT_MS", "5000"], // shorter than the default headers timeout
     // Not true/false, a hop count or addresses/subnets: Express would throw only when the app is built.

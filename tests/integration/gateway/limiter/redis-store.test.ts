@@ -9,17 +9,18 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Cluster, Redis } from "ioredis";
 import pino from "pino";
-import { Counter, Gauge, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createFallbackStore, type FallbackStore } from "../../../../gateway/limiter/fallback-store.ts";
 import type { Decision, WindowLimit } from "../../../../gateway/limiter/limiter.ts";
 import { createMemoryStore } from "../../../../gateway/limiter/memory-store.ts";
 import { windowsForLimits } from "../../../../gateway/quota/plans.ts";
-import { createRedisClient, isRedisReady, parseRedisUrl } from "../../../../lib/redis-client.ts";
+import { createRedisClient, DEFAULT_COMMAND_TIMEOUT_MS, isRedisReady, parseRedisUrl } from "../../../../lib/redis-client.ts";
 import { createRedisStore, type RedisStore } from "../../../../gateway/limiter/redis-store.ts";
 import { redisKey } from "../../../../lib/redis-keys.ts";
 import { freePort } from "../../../../testkit/net.ts";
 import { clientCommands, startRedis, type PrivateRedis } from "../../../../testkit/redis-server.ts";
+import { until } from "../../../../testkit/until.ts";
 
 const BAN = { after: 1000, seconds: 900 };
 const SEC = 1000;
@@ -46,8 +47,10 @@ function fallbackMetrics() {
   const registers = [new Registry()];
   const faults = new Counter({ name: "faults_total", help: "faults", registers });
   const fallbackActive = new Gauge({ name: "fallback_active", help: "fallback", registers });
+  const ambiguous = new Counter({ name: "ambiguous_total", help: "ambiguous", labelNames: ["reason", "answer"], registers });
+  const redisDuration = new Histogram({ name: "redis_duration_seconds", help: "duration", registers });
   const value = async (metric: Counter | Gauge) => (await metric.get()).values[0]?.value ?? 0;
-  return { metrics: { faults, fallbackActive }, faults: () => value(faults), active: () => value(fallbackActive) };
+  return { metrics: { faults, fallbackActive, ambiguous, redisDuration }, faults: () => value(faults), active: () => value(fallbackActive) };
 }
 
 describe("redis store on a private redis-server", () => {
@@ -70,9 +73,9 @@ describe("redis store on a private redis-server", () => {
     await server?.stop();
   });
 
-  it("uses a fail-fast client: 100 ms command timeout, no offline queue, no per-request retries", async () => {
+  it("uses a fail-fast client: the default command timeout, no offline queue, no per-request retries", async () => {
     const c = await client();
-    expect(c.options).toMatchObject({ commandTimeout: 100, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 1000 });
+    expect(c.options).toMatchObject({ commandTimeout: DEFAULT_COMMAND_TIMEOUT_MS, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 1000 });
     expect(isRedisReady(c)).toBe(true);
   });
 
@@ -136,8 +139,9 @@ describe("redis store on a private redis-server", () => {
     expect(retry).toBeLessThanOrEqual(61);
   });
 
-  it("a slow Redis costs at most one command timeout, then decisions come from memory until the probe", async () => {
-    const c = await client();
+  it("a slow Redis costs a lone gateway at most one command timeout, then decisions come from memory until the probe", async () => {
+    const c = await readyClient(server.url, { commandTimeoutMs: 100 });
+    clients.push(c);
     const { logger, messages } = collectingLogger();
     const { metrics, faults } = fallbackMetrics();
     const primary = counting(createRedisStore({ redis: c, ban: BAN }));
@@ -172,6 +176,32 @@ describe("redis store on a private redis-server", () => {
     expect(blockedMs).toBeGreaterThan(200); // Redis really was unresponsive for longer than the timeout
     blocker.disconnect();
   });
+
+  it("with other gateways live, a decision Redis does not answer in time is refused (503), never decided from memory, and counted once", async () => {
+    const c = await readyClient(server.url, { commandTimeoutMs: 100 });
+    clients.push(c);
+    const { logger, messages } = collectingLogger();
+    const store = createFallbackStore({
+      primary: createRedisStore({ redis: c, ban: BAN }),
+      fallback: createMemoryStore({ ban: BAN, clock: Date.now }),
+      logger,
+      isPrimaryReady: () => isRedisReady(c),
+      liveReplicas: () => 2,
+    });
+    const w = windowsForLimits({ perMinute: 5, perDay: 1000 });
+    expect((await store.hit("key:late", w)).outcome).toBe("admitted");
+    await admin.call("CLIENT", "PAUSE", "400", "WRITE");
+    const late = await store.hit("key:late", w);
+    expect([late.outcome, late.retryAfterSeconds, late.windows[0]!.limit]).toEqual(["unavailable", 1, 5]);
+    expect([store.outage(), store.late()]).toEqual(["none", "full"]);
+    expect(messages()).toEqual(["redis did not answer a decision in time: refused with 503, not decided from memory"]);
+    // The script ran once the pause ended: Redis counted the refused request (erring toward refusing).
+    await until("the paused script has run", async () => (await admin.hget(redisKey("key:late", "m"), "t")) === "2");
+    const next = await store.hit("key:late", w);
+    expect([next.outcome, next.windows[0]!.remaining]).toEqual(["admitted", 2]);
+    expect(store.late()).toBe("none");
+    expect(messages().at(-1)).toBe("redis answering decisions in time again");
+  });
 });
 
 /** Counts the decisions that reach a store (the real one behind it still decides). */
@@ -196,7 +226,7 @@ describe("fallback through a Redis outage (its own private redis-server)", () =>
 
   beforeAll(async () => {
     server = await startRedis();
-    // A 1 s command timeout, not the production 100 ms: a healthy Redis misses that on a loaded test
+    // A 1 s command timeout, not 100 ms: a healthy Redis misses that on a loaded test
     // machine, and a decision taken from memory would break the exact counts asserted here.
     redis = await readyClient(server.url, { maxReconnectDelayMs: 100, commandTimeoutMs: 1000 });
   });
@@ -279,7 +309,7 @@ describe("fallback store decisions (stub primary)", () => {
     const primary = { hit: primaryHit, fold: async () => {}, close: async () => {} };
     const fallbackHit = vi.fn(async () => decision);
     const { logger, messages } = collectingLogger();
-    const store = createFallbackStore({ primary, fallback: { hit: fallbackHit, record: () => {}, close: async () => {} }, logger, clock: () => now, probeIntervalMs: 1000 });
+    const store = createFallbackStore({ primary, fallback: { hit: fallbackHit, record: () => {}, learn: () => {}, elsewhere: () => undefined, close: async () => {} }, logger, clock: () => now, probeIntervalMs: 1000 });
     const w = windowsForLimits({ perMinute: 1, perDay: 1 });
 
     await store.hit("s", w);
@@ -382,7 +412,7 @@ describe("REDIS_URL forms", () => {
     const cluster = createRedisClient("redis+cluster://127.0.0.1:1,127.0.0.1:2") as Cluster;
     try {
       expect(cluster).toBeInstanceOf(Cluster);
-      expect(cluster.options).toMatchObject({ enableOfflineQueue: false, redisOptions: { commandTimeout: 100, maxRetriesPerRequest: 0 } });
+      expect(cluster.options).toMatchObject({ enableOfflineQueue: false, redisOptions: { commandTimeout: DEFAULT_COMMAND_TIMEOUT_MS, maxRetriesPerRequest: 0 } });
       expect(isRedisReady(cluster)).toBe(false);
     } finally {
       cluster.disconnect();

@@ -6,8 +6,8 @@ import { DEFAULT_POOL_SIZE } from "./store/postgres/store.ts";
 import { isOtherUrl } from "./store/pets-db-url.ts";
 
 /**
- * From the stop signal to the process being gone, whatever is still running: the backstop should
- * draining (8 s) or closing the database hang, still before Kubernetes' SIGKILL.
+ * From the stop signal to the process being gone, whatever still runs then (the drain takes 8 s at
+ * most; closing the database or exporting the last spans could hang): before Kubernetes' SIGKILL.
  */
 export const SHUTDOWN_DEADLINE_MS = 9_500;
 

@@ -13,7 +13,7 @@ import { ensureKeyPair, issueKey } from "../keys/index.ts";
 import { defaultKeysDir, legacyKeysDirNotice } from "../lib/keys-dir.ts";
 import { isPostgresUrl } from "../pet-service/store/pets-db-url.ts";
 import { systemClock } from "../lib/clock.ts";
-import { stderrLine } from "../lib/stderr-line.ts";
+import { ignoreStderrErrors, stderrLine } from "../lib/stderr-line.ts";
 
 const env = { ...process.env };
 const keysDir = env.KEYS_DIR || defaultKeysDir();
@@ -35,9 +35,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => st
 // which count the log lines they drop: Ctrl-C still stops both. Node's default, an unhandled
 // 'error', ended this process alone, and left both running with nobody to stop them.
 process.stdout.on("error", (err: NodeJS.ErrnoException) => stderrLine(`npm start: cannot write to stdout (${err.code ?? err.message}); the services run on`));
-process.stderr.on("error", () => {
-  // Nobody left to tell.
-});
+ignoreStderrErrors();
 
 ensureKeyPair(keysDir);
 const demoKey = reuseOrIssueDemoKey();

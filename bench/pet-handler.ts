@@ -4,7 +4,7 @@
  * called in this process, 32 calls in flight, in alternating rounds, with the log line going
  *
  *   - nowhere (level silent): the floor;
- *   - to a file through lib/logger.ts's destination (batched: 4 KiB or 10 ms);
+ *   - to a file through lib/log-destination.ts (batched: 4 KiB or 10 ms);
  *   - to a file through pino's default asynchronous destination (a write per line while none
  *     is in flight), for contrast.
  *
@@ -16,7 +16,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
-import { batchedDestination } from "../lib/logger.ts";
+import { batchedDestination } from "../lib/log-destination.ts";
 import { petServiceHandlers } from "../pet-service/handlers.ts";
 import { SqlitePetStore } from "../pet-service/store/sqlite/store.ts";
 import { cpuSince, fmt, median, today } from "../testkit/stats.ts";
@@ -34,7 +34,7 @@ try {
   const logger = (destination: pino.DestinationStream) => pino({ name: "pet-service", level: "info" }, destination);
   const variants: Record<string, grpc.UntypedServiceImplementation> = {
     "no log line (silent)": petServiceHandlers({ store, logger: pino({ level: "silent" }) }),
-    "batched (lib/logger.ts)": petServiceHandlers({
+    "batched (lib/log-destination.ts)": petServiceHandlers({
       store,
       logger: logger(batchedDestination(file("batched"))),
     }),

@@ -83,6 +83,17 @@ export const GATEWAY_ENV = z.object({
 
 export type GatewayConfig = Readonly<z.infer<typeof GATEWAY_ENV>>;
 
+/**
+ * After the drain (SHUTDOWN_DELAY_MS, then SHUTDOWN_GRACE_MS at most), closing the gRPC channel,
+ * the limiter's Redis and the key watchers and exporting the last spans get this long.
+ */
+const CLOSE_MS = 2_000;
+
+/** From SIGTERM to the process being gone, whatever is still running then. */
+export function shutdownDeadlineMs(config: GatewayConfig): number {
+  return config.SHUTDOWN_DELAY_MS + config.SHUTDOWN_GRACE_MS + CLOSE_MS;
+}
+
 export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   return parseEnv(GATEWAY_ENV, env);
 }

@@ -2,8 +2,9 @@ import type { ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { runMain } from "../lib/config.ts";
 import { legacyKeysDirNotice } from "../lib/keys-dir.ts";
+import { exitWhenLogged, startShutdownDeadline } from "../lib/exit.ts";
 import { createLogger } from "../lib/logger.ts";
-import { loadGatewayConfig } from "./config.ts";
+import { loadGatewayConfig, shutdownDeadlineMs } from "./config.ts";
 import { createGateway, createHttpServer } from "./gateway.ts";
 import { createGatewayMetrics } from "./ops/metrics.ts";
 import { systemClock } from "../lib/clock.ts";
@@ -36,12 +37,13 @@ await runMain(async () => {
   });
   server.on("error", (err) => {
     logger.fatal({ err }, "gateway could not listen");
-    process.exit(1);
+    void exitWhenLogged(1);
   });
 
   // SIGTERM: /readyz turns 503 at once; after SHUTDOWN_DELAY_MS (time for load balancers to
   // notice) the listener closes, in-flight requests finish (forced after SHUTDOWN_GRACE_MS),
-  // then the gRPC channel, Redis and the key watchers close and the process exits 0.
+  // then the gRPC channel, Redis and the key watchers close and the process exits 0; whatever
+  // still runs at shutdownDeadlineMs (2 s later) does not keep it.
   let stopping = false;
   // From SIGTERM on every response says Connection: close, those in flight included. Node keeps
   // a connection alive after close() when its request was in flight: the client's pool may send
@@ -57,9 +59,10 @@ await runMain(async () => {
   server.prependListener("request", (_req, res) => {
     if (stopping) closeAfterResponse(res);
   });
-  const shutdown = async (signal: string) => {
+  const shutdown = async (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
+    startShutdownDeadline(shutdownDeadlineMs(config), logger, signal);
     // The response a connection is writing now (the same field Node's own clientError handling reads).
     for (const socket of sockets) closeAfterResponse((socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage);
     gateway.markStopping();
@@ -75,7 +78,7 @@ await runMain(async () => {
       // The last requests' spans leave before the process does.
       await tracing.shutdown().catch((err: unknown) => logger.warn({ err }, "exporting the last spans failed"));
       logger.info("gateway stopped");
-      process.exit(0);
+      await exitWhenLogged(0);
     });
     server.closeIdleConnections();
   };

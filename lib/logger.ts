@@ -1,39 +1,9 @@
 import pino, { type DestinationStream, type Logger } from "pino";
 import { ConfigError } from "./config.ts";
+import { batchedDestination, type BatchedDestination } from "./log-destination.ts";
 import { logCorrelation } from "./tracing/spans.ts";
 
 export type { Logger };
-
-type Destination = ReturnType<typeof pino.destination>;
-
-/**
- * A destination written asynchronously and in batches: a line waits until 4 KiB are pending or
- * 10 ms have passed, so one write through libuv's thread pool carries many lines. With pino's
- * default (an asynchronous write per line whenever none is in flight) the pet service's ListPets
- * handler took 155 CPU-µs per call, with this 124, logging nothing 125 (npm run bench:handler;
- * README, Performance notes). pino writes what is pending synchronously when the process exits;
- * only a SIGKILL can lose lines, the last 10 ms of them at most.
- *
- * The 10 ms timer runs only while lines wait: sonic-boom's own `periodicFlush` flushes on an
- * interval whether anything is pending or not, an empty write through the thread pool every
- * 10 ms, which kept an idle process at about 2 % of a core (README, Performance notes).
- */
-export function batchedDestination(dest: number | string): Destination {
-  const stream = pino.destination({ dest, sync: false, minLength: 4096 });
-  const write = stream.write.bind(stream);
-  let timer: NodeJS.Timeout | undefined;
-  const flush = () => {
-    timer = undefined;
-    // A destroyed stream's flush throws; sonic-boom sets `destroyed` but its typings leave it out.
-    if (!(stream as Destination & { destroyed?: boolean }).destroyed) stream.flush();
-  };
-  stream.write = (data: string) => {
-    const accepted = write(data);
-    timer ??= setTimeout(flush, 10).unref();
-    return accepted;
-  };
-  return stream;
-}
 
 /**
  * A person at a terminal (`npm start`) reads lines, not JSON: pino-pretty, one line per entry
@@ -44,9 +14,38 @@ const readable = process.stdout.isTTY
   ? (await import("pino-pretty")).default({ colorize: true, singleLine: true, sync: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" })
   : undefined;
 
-let stdout: DestinationStream | undefined;
-/** One per process, shared by every logger (one timer). */
-const batchedStdout = (): DestinationStream => (stdout ??= readable ?? batchedDestination(1));
+// stderr carries what the logger could not write (log-destination.ts). Its first use puts a pipe in
+// non-blocking mode (as reading isTTY above did for stdout), so no write to either ever waits for a reader.
+void process.stderr;
+
+let batched: BatchedDestination | undefined;
+/** One per process, shared by every logger (one timer); named after the first. */
+function stdoutDestination(name: string): DestinationStream {
+  if (readable) return readable;
+  if (!batched) {
+    const destination = batchedDestination(1, name);
+    // process.exit, the end of the event loop, an uncaught exception: what waits is written now or dropped and counted.
+    process.once("exit", () => destination.final());
+    batched = destination;
+  }
+  return batched;
+}
+
+/**
+ * Writes the log lines still waiting, for at most `withinMs` (a reader that is slow); a reader that
+ * has gone or a full disk ends it at once. Before an orderly process.exit (lib/exit.ts).
+ */
+export function flushLogs(withinMs: number): Promise<void> {
+  return batched?.settle(withinMs) ?? Promise.resolve();
+}
+
+/**
+ * What process.exit does with the lines still waiting, for an exit that bypasses it: written if
+ * the output takes them now, otherwise dropped and counted on stderr; never a wait.
+ */
+export function finalLogs(): void {
+  batched?.final();
+}
 
 /**
  * JSON logs on stdout (readable lines on a terminal). Credentials are redacted wherever they
@@ -69,6 +68,6 @@ export function createLogger(name: string, level = process.env.LOG_LEVEL || "inf
         censor: "[redacted]",
       },
     },
-    batchedStdout(),
+    stdoutDestination(name),
   );
 }

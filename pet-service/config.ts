@@ -5,6 +5,12 @@ import { batchFitsQueue, OTEL_ENV, tracingSettings, type TracingSettings } from 
 import { DEFAULT_POOL_SIZE } from "./store/postgres/store.ts";
 import { isOtherUrl } from "./store/pets-db-url.ts";
 
+/**
+ * From the stop signal to the process being gone, whatever still runs then (the drain takes 8 s at
+ * most; closing the database or exporting the last spans could hang): before Kubernetes' SIGKILL.
+ */
+export const SHUTDOWN_DEADLINE_MS = 9_500;
+
 /** The pet service's variables (exported so tests/unit/deploy checks the manifests against it). */
 export const PET_SERVICE_ENV = z
   .object({

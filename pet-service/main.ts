@@ -1,18 +1,16 @@
 import { format } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import { ConfigError, runMain } from "../lib/config.ts";
+import { exitWhenLogged, startShutdownDeadline } from "../lib/exit.ts";
 import { createLogger } from "../lib/logger.ts";
 import { messageOf } from "../lib/error-message.ts";
-import { loadConfig } from "./config.ts";
+import { loadConfig, SHUTDOWN_DEADLINE_MS } from "./config.ts";
 import { createPetServiceMetrics } from "./metrics.ts";
 import { listenMetrics, type MetricsServer } from "./metrics-server.ts";
 import { createServer } from "./server.ts";
 import { describePetsDb, openPetStore } from "./store/open-store.ts";
 import { watchTlsFiles } from "../lib/tls-files.ts";
 import { startTracing } from "../lib/tracing/start.ts";
-
-/** Backstop should closing the database hang after the drain: still gone before Kubernetes' SIGKILL. */
-const HARD_EXIT_MS = 9_500;
 
 await runMain(async () => {
   const config = loadConfig(process.env);
@@ -85,10 +83,7 @@ await runMain(async () => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down: draining in-flight calls");
-    setTimeout(() => {
-      logger.error({ afterMs: HARD_EXIT_MS }, "shutdown did not finish; exiting");
-      process.exit(1);
-    }, HARD_EXIT_MS).unref();
+    startShutdownDeadline(SHUTDOWN_DEADLINE_MS, logger, signal);
     // Metrics stay scrapeable while calls drain; the HTTP listener closes before the database.
     pet
       .shutdown()
@@ -99,11 +94,11 @@ await runMain(async () => {
       .then(
         () => {
           logger.info("pet-service stopped");
-          process.exit(0);
+          return exitWhenLogged(0);
         },
         (err: unknown) => {
           logger.error({ err }, "shutdown failed");
-          process.exit(1);
+          return exitWhenLogged(1);
         },
       );
   };

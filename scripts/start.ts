@@ -13,6 +13,7 @@ import { ensureKeyPair, issueKey } from "../keys/index.ts";
 import { defaultKeysDir, legacyKeysDirNotice } from "../lib/keys-dir.ts";
 import { isPostgresUrl } from "../pet-service/store/pets-db-url.ts";
 import { systemClock } from "../lib/clock.ts";
+import { ignoreStderrErrors, stderrLine } from "../lib/stderr-line.ts";
 
 const env = { ...process.env };
 const keysDir = env.KEYS_DIR || defaultKeysDir();
@@ -30,6 +31,11 @@ const demoKeyFile = path.join(isPostgresUrl(petsDb) ? "data" : path.dirname(pets
 const children: ChildProcess[] = [];
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => stopAll(0));
+// Output that nobody takes any more (`npm start | head`) ends neither this process nor the services,
+// which count the log lines they drop: Ctrl-C still stops both. Node's default, an unhandled
+// 'error', ended this process alone, and left both running with nobody to stop them.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => stderrLine(`npm start: cannot write to stdout (${err.code ?? err.message}); the services run on`));
+ignoreStderrErrors();
 
 ensureKeyPair(keysDir);
 const demoKey = reuseOrIssueDemoKey();

@@ -1,9 +1,11 @@
 import type { ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import http from "node:http";
 import { afterAll, beforeAll } from "vitest";
 import { createTestKeys, type TestKeys } from "./gateway.ts";
 import { freePort } from "./net.ts";
 import { startPetService, type RunningPetService } from "./pet-service.ts";
-import { launchNode } from "./process.ts";
+import { exitWithin, launchNode, type Ended } from "./process.ts";
 import { until } from "./until.ts";
 
 /** The real gateway process (`node gateway/main.ts`), as operators run it. */
@@ -15,18 +17,23 @@ export interface GatewayProcess {
   exited: Promise<number | null>;
 }
 
-export async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
+/** `opts.stdout`: a descriptor for its stdout (testkit/output-faults.ts) instead of a pipe this process reads. */
+export async function spawnGateway(env: Record<string, string>, opts: { stdout?: number } = {}): Promise<GatewayProcess> {
   const port = await freePort();
-  const { child, output, exited } = launchNode("gateway/main.ts", { GATEWAY_HOST: "127.0.0.1", GATEWAY_PORT: String(port), ...env });
+  const { child, output, exited } = launchNode("gateway/main.ts", { GATEWAY_HOST: "127.0.0.1", GATEWAY_PORT: String(port), ...env }, [], opts);
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`gateway exited at start: ${output()}`);
     try {
-      await fetch(`${url}/healthz`);
+      // A process that hangs keeps a connection it accepted unanswered.
+      await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
       break;
     } catch {
-      if (Date.now() > deadline) throw new Error(`gateway did not listen: ${output()}`);
+      if (Date.now() > deadline) {
+        child.kill("SIGKILL");
+        throw new Error(`gateway did not listen: ${output()}`);
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -86,4 +93,35 @@ export function useGatewayProcesses(count: number, redisUrl: () => string, env: 
     await keys?.remove();
   });
   return { gateways: () => gateways, keys: () => keys };
+}
+
+/**
+ * SIGTERM while a create's body is still arriving (made with `key`); once the gateway is shutting
+ * down, `whileDraining` (what happens to the process's stdout, say), then the rest of the body is
+ * sent; once the create is answered, `afterAnswer`. The create's status, and how the process ended
+ * if it did within `deadlineMs` of the signal (exitWithin).
+ */
+export async function stopWhileRequestHeld(
+  gateway: GatewayProcess,
+  key: string,
+  { whileDraining, afterAnswer, deadlineMs }: { whileDraining?: () => Promise<void>; afterAnswer?: () => Promise<void>; deadlineMs: number },
+): Promise<{ status: number; ended: Ended }> {
+  const req = http.request(`${gateway.url}/v1/pets`, {
+    method: "POST",
+    // 100 Continue says the request has reached the gateway.
+    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", Expect: "100-continue" },
+  });
+  const response = once(req, "response") as Promise<[http.IncomingMessage]>;
+  await once(req, "continue");
+  req.write('{"name":"Held open",');
+
+  const ended = exitWithin(gateway.child, deadlineMs);
+  gateway.child.kill("SIGTERM");
+  await until("the gateway is shutting down", async () => (await fetch(`${gateway.url}/readyz`).catch(() => undefined))?.status !== 200);
+  await whileDraining?.();
+  req.end('"categoryId":1}');
+  const [res] = await response;
+  res.resume();
+  await afterAnswer?.();
+  return { status: res.statusCode!, ended: await ended };
 }

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, rmSync, statfsSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -90,4 +90,19 @@ export async function mountLoopExt4(sizeMiB: number): Promise<LoopExt4> {
     },
   };
   return fs;
+}
+
+/** Fills the file system under `dir` to the last byte (a file named "filler"); returns that file's path. */
+export function fillUp(dir: string): string {
+  const filler = path.join(dir, "filler");
+  const fd = openSync(filler, "w");
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  try {
+    for (;;) writeSync(fd, chunk, 0, Math.min(chunk.length, Math.max(4096, Number(statfsSync(dir).bavail) * statfsSync(dir).bsize)));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
+  } finally {
+    closeSync(fd);
+  }
+  return filler;
 }

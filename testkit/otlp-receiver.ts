@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import http from "node:http";
+import net from "node:net";
 import { gunzipSync } from "node:zlib";
 import { listen } from "../lib/listen.ts";
 
@@ -145,5 +146,19 @@ export async function startOtlpReceiver(opts: { port?: number; decode?: boolean 
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** A collector that accepts connections and never answers: an exporter waits for it until its own timeout. */
+export async function startSilentCollector(): Promise<{ url: string; close(): void }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => sockets.add(socket));
+  const port = await listen(server, 0, "127.0.0.1");
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close() {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
   };
 }

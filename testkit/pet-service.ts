@@ -12,7 +12,8 @@ import type { PetServiceMetrics } from "../pet-service/metrics.ts";
 import { createServer } from "../pet-service/server.ts";
 import { SqlitePetStore } from "../pet-service/store/sqlite/store.ts";
 import { afterAll, beforeAll } from "vitest";
-import { launchNode, type Exit, type Launched } from "./process.ts";
+import { exitWithin, launchNode, type Ended, type Exit, type Launched } from "./process.ts";
+import { until } from "./until.ts";
 
 const START_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 12_000;
@@ -73,19 +74,23 @@ export async function startPetService(
  * pet-service/main.ts`, one process, so a SIGKILL hits the server itself.
  */
 export async function spawnPetService(
-  /** `credentials`: how the readiness check reaches it (TLS when PET_SERVICE_TLS_* are in `env`). */
-  opts: { dbPath?: string; port?: number; env?: Record<string, string>; credentials?: grpc.ChannelCredentials } = {},
+  /**
+   * `credentials`: how the readiness check reaches it (TLS when PET_SERVICE_TLS_* are in `env`).
+   * `stdout`: a descriptor for its stdout (testkit/output-faults.ts) instead of a pipe this process
+   * reads; then `port` is needed, as there is no listening line to read it from.
+   */
+  opts: { dbPath?: string; port?: number; env?: Record<string, string>; credentials?: grpc.ChannelCredentials; stdout?: number } = {},
 ): Promise<SpawnedPetService> {
   // PETS_DB: the given SQLite file or PostgreSQL URL (the caller's, never removed), or a fresh temporary SQLite file.
   const db = await testDbPath(opts.dbPath);
-  const launched = launch({ PET_SERVICE_PORT: String(opts.port ?? 0), PETS_DB: db.dbPath, ...opts.env });
+  const launched = launch({ PET_SERVICE_PORT: String(opts.port ?? 0), PETS_DB: db.dbPath, ...opts.env }, opts.stdout);
   const { child, output, exited } = launched;
   const kill = async (signal: NodeJS.Signals = "SIGTERM") => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return (await exited).code;
   };
   try {
-    const { port, metricsPort } = await listeningLine(launched);
+    const { port, metricsPort } = opts.stdout === undefined ? await listeningLine(launched) : { port: opts.port!, metricsPort: undefined };
     const address = `127.0.0.1:${port}`;
     await waitUntilServing(address, launched, opts.credentials);
     return {
@@ -124,9 +129,9 @@ export async function runPetServiceToExit(env: Record<string, string>): Promise<
   return result;
 }
 
-function launch(env: Record<string, string>): Launched {
+function launch(env: Record<string, string>, stdout?: number): Launched {
   // The listening line (info) is how the helper learns the port.
-  return launchNode("pet-service/main.ts", { PET_SERVICE_HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
+  return launchNode("pet-service/main.ts", { PET_SERVICE_HOST: "127.0.0.1", LOG_LEVEL: "info", ...env }, [], stdout === undefined ? {} : { stdout });
 }
 
 /** The ports from the "pet-service listening" log line (PET_SERVICE_PORT=0 / METRICS_PORT=0 pick free ones). */
@@ -264,4 +269,32 @@ export function freshService(): { service: () => RunningPetService; client: () =
     await service?.stop();
   });
   return { service: () => service, client: () => client };
+}
+
+/**
+ * SIGTERM while a create is held in flight (another connection holds SQLite's write lock); once the
+ * drain has begun, `whileDraining` (what happens to the process's stdout, say), then the lock is
+ * released; once the create is answered, `afterAnswer`. The create's answer, and how the process
+ * ended if it did within `deadlineMs` of the signal (exitWithin).
+ */
+export async function stopWhileCallHeld(
+  service: SpawnedPetService,
+  client: PetClient,
+  { whileDraining, afterAnswer, deadlineMs }: { whileDraining?: () => Promise<void>; afterAnswer?: () => Promise<void>; deadlineMs: number },
+): Promise<{ answer: Pet; ended: Ended }> {
+  const lock = await sideConnection(service.dbPath);
+  await lock.exec("BEGIN IMMEDIATE");
+  const held = client.create({ name: "held open", categoryId: "1" }, { timeoutMs: 15_000 });
+  // Answered without storage, on the same connection after the create: once it is back, the create is in the server.
+  await rejection(client.list({ limit: 101 }));
+
+  const ended = exitWithin(service.child, deadlineMs);
+  service.child.kill("SIGTERM");
+  await until("the drain has begun", async () => (await checkHealth(service.address, "", { timeoutMs: 1_000 }).catch(() => "gone")) !== "SERVING");
+  await whileDraining?.();
+  await lock.exec("COMMIT");
+  await lock.close();
+  const answer = await held;
+  await afterAnswer?.();
+  return { answer, ended: await ended };
 }

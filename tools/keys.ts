@@ -6,6 +6,7 @@
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import jwt from "jsonwebtoken";
 import { PLAN_NAMES, type PlanName } from "../lib/api-key-format.ts";
+import { failOnOutputError } from "../lib/cli-output.ts";
 import { ConfigError } from "../lib/config.ts";
 import { legacyKeysDirNotice } from "../lib/keys-dir.ts";
 import { loadKeysConfig, type KeysConfig } from "../keys/config.ts";
@@ -238,4 +239,5 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+failOnOutputError("keys");
 process.exitCode = await main(process.argv.slice(2));

@@ -6,6 +6,7 @@
  */
 import { access } from "node:fs/promises";
 import { parseArgs } from "node:util";
+import { failOnOutputError } from "../lib/cli-output.ts";
 import { messageOf } from "../lib/error-message.ts";
 import { IDEMPOTENCY_TTL_MS } from "../pet-service/idempotency.ts";
 import { describePetsDb, openPetStore, openTransferSource, openTransferTarget } from "../pet-service/store/open-store.ts";
@@ -93,4 +94,5 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+failOnOutputError("pets-db");
 process.exitCode = await main(process.argv.slice(2));

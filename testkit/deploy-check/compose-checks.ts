@@ -4,7 +4,7 @@ import path from "node:path";
 import { parseAllDocuments } from "yaml";
 import { privateKeyDir } from "../../lib/api-key-format.ts";
 import { DEFAULT_KEYS_DIR } from "../../lib/keys-dir.ts";
-import { GATEWAY_ENV } from "../../gateway/config.ts";
+import { GATEWAY_ENV, shutdownDeadlineMs } from "../../gateway/config.ts";
 import { isPostgresUrl } from "../../pet-service/store/pets-db-url.ts";
 import { PET_SERVICE_NAME } from "../../proto/load.ts";
 import { ROOT, DEPLOY, type ProcessFacts, gatewayFacts, petFacts, FACTS, effectivePort, type Check } from "./facts.ts";
@@ -125,7 +125,9 @@ export const composeChecks: Record<string, Check<Compose>> = {
       if (!mounts.some((v) => v.type === "tmpfs" && v.target === privateKeyDir(keysDir))) problems.push(`${name}: the signing keys (${privateKeyDir(keysDir)}) must be masked`);
       const grace = Number(/^(\d+)s$/.exec(s.stop_grace_period ?? "")?.[1]) * 1000;
       const parsed = GATEWAY_ENV.safeParse(env);
-      if (!parsed.success || !(grace > parsed.data.SHUTDOWN_GRACE_MS)) problems.push(`${name}: stop_grace_period must exceed SHUTDOWN_GRACE_MS`);
+      if (!parsed.success || !(grace > shutdownDeadlineMs(parsed.data))) {
+        problems.push(`${name}: stop_grace_period must exceed the gateway's shutdown deadline (SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS + 2 s)`);
+      }
     }
     const published = composeServicesOf(c, gatewayFacts).flatMap(([, s]) => s.ports ?? []);
     if (new Set(published.map((p) => p.split(":").slice(0, -1).join(":"))).size !== published.length) problems.push("gateways publish the same host port");

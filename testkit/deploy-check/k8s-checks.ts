@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { KEY_ID_PATTERN, publicKeyPath, revokedFilePath } from "../../lib/api-key-format.ts";
-import { GATEWAY_ENV } from "../../gateway/config.ts";
+import { GATEWAY_ENV, shutdownDeadlineMs } from "../../gateway/config.ts";
 import { parseRedisUrl } from "../../lib/redis-client.ts";
 import { isPostgresUrl } from "../../pet-service/store/pets-db-url.ts";
 import { PET_SERVICE_NAME } from "../../proto/load.ts";
@@ -303,10 +303,10 @@ export const k8sChecks: Record<string, Check<Manifests>> = {
       const stop = gw.container.lifecycle?.preStop;
       const sleep = stop?.sleep?.seconds ?? (stop?.exec?.command?.[0] === "sleep" ? Number(stop.exec.command[1]) : NaN);
       const parsed = GATEWAY_ENV.safeParse(gw.env);
-      const grace = parsed.success ? parsed.data.SHUTDOWN_GRACE_MS : NaN;
+      const deadline = parsed.success ? shutdownDeadlineMs(parsed.data) : NaN;
       if (!(sleep > 0)) problems.push("gateway: a preStop sleep lets endpoint removal propagate before SIGTERM");
-      if (!((gw.pod.spec.terminationGracePeriodSeconds ?? 30) * 1000 > sleep * 1000 + grace)) {
-        problems.push(`gateway: terminationGracePeriodSeconds must exceed preStop ${sleep}s + SHUTDOWN_GRACE_MS ${grace}`);
+      if (!((gw.pod.spec.terminationGracePeriodSeconds ?? 30) * 1000 > sleep * 1000 + deadline)) {
+        problems.push(`gateway: terminationGracePeriodSeconds must exceed preStop ${sleep}s + its shutdown deadline ${deadline} ms (SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS + 2 s)`);
       }
     }
     return problems;

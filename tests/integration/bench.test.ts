@@ -5,7 +5,7 @@ import { expect, it } from "vitest";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
-// CI's smoke of `npm run bench` and `npm run bench:hop`: each script still starts everything,
+// CI's smoke of `npm run bench`, `npm run bench:hop` and `npm run bench:logger`: each script still starts everything,
 // drives every scenario and prints its table. Benchmarks are not timed tests: nothing here
 // asserts anything about speed.
 
@@ -72,3 +72,14 @@ it("runs bench/hop-side-by-side.ts (npm run bench:hop) for one short round and p
   expect(stdout).toContain("| process: thread | unset | unset+tp | disabled | ids | 1% |");
   for (const proc of ["gateway", "pet"]) expect(stdout).toMatch(new RegExp(`\\| ${proc}: main( \\| [\\d,]+){5} \\|`));
 }, 90_000);
+
+it("runs bench/log-destination.ts (npm run bench:logger) for one short round and prints a row per pace and destination", async () => {
+  const { code, stdout, stderr } = await runBench(process.execPath, ["bench/log-destination.ts", "--rounds", "1", "--lines", "2000"], 60_000);
+  expect(code, `bench:logger exited with ${code}:\n${stderr}`).toBe(0);
+  expect(stdout).toContain("| pace | destination | lines/s | CPU-µs/line | writes/s | writes per 1,000 lines | bytes/write |");
+  for (const pace of ["burst", "paced"]) {
+    for (const destination of ["before: pino.destination, sonic-boom 4.2.1", "lib/log-destination.ts, sonic-boom 5.0.2"]) {
+      expect(stdout).toMatch(new RegExp(`\\| ${pace} \\| ${destination.replace(/[.()]/g, "\\$&")}( \\| [\\d,.]+){5} \\|`));
+    }
+  }
+}, 70_000);

@@ -4,7 +4,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
+import { loadGatewayConfig, shutdownDeadlineMs } from "../../gateway/config.ts";
 import { freePort } from "../../testkit/net.ts";
+import { checkHealth } from "../../testkit/pet-service.ts";
+import { closeReader, exitWithin } from "../../testkit/process.ts";
+import { until } from "../../testkit/until.ts";
 import { parseExposition } from "../../testkit/promql.ts";
 
 // `npm start` as a new user runs it: both processes, a demo key, a curl line that works, Ctrl-C.
@@ -83,6 +87,41 @@ it("starts both processes, prints a working curl line and the docs URL, and stop
   expect(await exited).toBe(0);
   await expect(fetch(`http://127.0.0.1:${gatewayPort}/healthz`)).rejects.toThrow();
 });
+
+it("with stdout's reader gone before the banner (npm start | head), runs on, and Ctrl-C still stops both processes within their deadlines", async () => {
+  const cwd = await mkdtemp(path.join(os.tmpdir(), "petstore-start-gone-"));
+  const [gatewayPort, petPort] = [await freePort(), await freePort()];
+  const { REDIS_URL: _never, ...inherited } = process.env;
+  // A process group of its own, so whatever is left of it can be killed afterwards.
+  const child = spawn(process.execPath, ["scripts/start.ts"], {
+    cwd: ROOT,
+    env: { ...inherited, GATEWAY_PORT: String(gatewayPort), PET_SERVICE_PORT: String(petPort), PETS_DB: path.join(cwd, "pets.sqlite"), KEYS_DIR: path.join(cwd, "keys") },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  try {
+    await closeReader(child.stdout);
+    await until("the gateway is ready", async () => (await fetch(`http://127.0.0.1:${gatewayPort}/readyz`).catch(() => undefined))?.status === 200, 60_000, 200);
+    // The banner comes after readiness: give it the moment to be written, and refused.
+    await until("npm start has said its banner could not be shown", () => stderr.includes("npm start: cannot write to stdout (EPIPE)"), 15_000);
+    expect(child.exitCode).toBeNull();
+
+    const ended = exitWithin(child, shutdownDeadlineMs(loadGatewayConfig({})) + 5_000);
+    child.kill("SIGINT");
+    expect(await ended).toEqual({ code: 0, signal: null });
+    await expect(fetch(`http://127.0.0.1:${gatewayPort}/healthz`)).rejects.toThrow();
+    await expect(checkHealth(`127.0.0.1:${petPort}`, "", { timeoutMs: 1_000 })).rejects.toThrow();
+  } finally {
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // Nothing of it left.
+    }
+    await rm(cwd, { recursive: true, force: true });
+  }
+}, 120_000);
 
 it("in a terminal, shows readable log lines (time, level, process, message) instead of JSON, and stops on Ctrl-C", async () => {
   const cwd = await mkdtemp(path.join(os.tmpdir(), "petstore-start-tty-"));

@@ -5,11 +5,11 @@
  * fault; reads keep working; the gateway stays ready; nothing acknowledged is lost; writes resume
  * once the fault clears. Where this machine cannot mount, the tests are skipped and say so loudly.
  */
-import { closeSync, openSync, rmSync, statfsSync, writeSync } from "node:fs";
+import { rmSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../testkit/gateway.ts";
-import { mountLoopExt4, mountRefusal, mountTmpfs, type Mounted } from "../../../testkit/mounts.ts";
+import { fillUp, mountLoopExt4, mountRefusal, mountTmpfs, type Mounted } from "../../../testkit/mounts.ts";
 import { freePort } from "../../../testkit/net.ts";
 import { metricValue } from "../../../testkit/promql.ts";
 import { checkHealth, spawnPetService } from "../../../testkit/pet-service.ts";
@@ -82,21 +82,6 @@ async function serviceOn(dir: string, keys: TestKeys) {
   };
 }
 
-/** Fills the file system under `dir` to the last byte. */
-function fill(dir: string): string {
-  const filler = path.join(dir, "filler");
-  const fd = openSync(filler, "w");
-  const chunk = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) writeSync(fd, chunk, 0, Math.min(chunk.length, Math.max(4096, Number(statfsSync(dir).bavail) * statfsSync(dir).bsize)));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
-  } finally {
-    closeSync(fd);
-  }
-  return filler;
-}
-
 /**
  * A pet service on a freshly mounted file system, five pets created (and acknowledged) on it,
  * then `breakIt`; everything torn down afterwards. The names of acknowledged and refused creates
@@ -142,7 +127,7 @@ describe.skipIf(refusal !== undefined)("a full disk under the pet service (a 4 M
   let filler = "";
   const ctx = onBrokenDisk(
     () => mountTmpfs(4 << 20),
-    (disk) => (filler = fill(disk.dir)),
+    (disk) => (filler = fillUp(disk.dir)),
   );
 
   it("refuses creates with 503 service_unavailable and Retry-After, sequential and concurrent, never 500", async () => {

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import sqlite3 from "sqlite3";
+import { openSqlite } from "../lib/sqlite.ts";
 import { service as healthService } from "grpc-health-check";
 import { createLogger } from "../lib/logger.ts";
 import { loadPetStorePackage } from "../proto/load.ts";
@@ -225,19 +225,18 @@ function unary<Res>(
   );
 }
 
+type SqlParam = string | number | bigint | null | Uint8Array;
+
 /** A second, independent connection to a pet-service database, for tests that reach around the API. */
 export async function sideConnection(
   dbPath: string,
 ): Promise<{ exec(sql: string): Promise<void>; all<T>(sql: string, params?: unknown[]): Promise<T[]>; close(): Promise<void> }> {
-  const db = await new Promise<sqlite3.Database>((resolve, reject) => {
-    const opened: sqlite3.Database = new sqlite3.Database(dbPath, (err) => (err ? reject(err) : resolve(opened)));
-  });
-  db.configure("busyTimeout", 5_000);
+  // The service's own driver (one SQLite library per process), with its busy timeout.
+  const db = openSqlite(dbPath);
   return {
-    exec: (sql) => new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve()))),
-    all: <T>(sql: string, params: unknown[] = []) =>
-      new Promise<T[]>((resolve, reject) => db.all<T>(sql, params, (err, rows) => (err ? reject(err) : resolve(rows)))),
-    close: () => new Promise((resolve, reject) => db.close((err) => (err ? reject(err) : resolve()))),
+    exec: async (sql) => db.exec(sql),
+    all: async <T>(sql: string, params: unknown[] = []) => db.prepare(sql).all(...(params as SqlParam[])) as T[],
+    close: async () => db.close(),
   };
 }
 

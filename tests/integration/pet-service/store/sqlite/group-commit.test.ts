@@ -1,9 +1,9 @@
-import sqlite3 from "sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { createPetServiceMetrics } from "../../../../../pet-service/metrics.ts";
 import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../../pet-service/idempotency.ts";
 import type { IdempotencyKey, NewPet } from "../../../../../pet-service/store/pet-store.ts";
 import { SqlitePetStore } from "../../../../../pet-service/store/sqlite/store.ts";
+import { openSqlite } from "../../../../../lib/sqlite.ts";
 import { testDbPath } from "../../../../../testkit/pet-service.ts";
 
 /** Group commit in the SQLite store: concurrent creates share one transaction (one fsync). */
@@ -29,13 +29,11 @@ async function openStore(opts: { metrics?: ReturnType<typeof createPetServiceMet
 
 /** A query on a connection of its own (committed data only). */
 async function query<T>(dbPath: string, sql: string): Promise<T[]> {
-  const db = await new Promise<sqlite3.Database>((resolve, reject) => {
-    const opened: sqlite3.Database = new sqlite3.Database(dbPath, (err) => (err ? reject(err) : resolve(opened)));
-  });
+  const db = openSqlite(dbPath);
   try {
-    return await new Promise<T[]>((resolve, reject) => db.all<T>(sql, (err, rows) => (err ? reject(err) : resolve(rows))));
+    return db.prepare(sql).all() as T[];
   } finally {
-    await new Promise<void>((resolve) => db.close(() => resolve()));
+    db.close();
   }
 }
 

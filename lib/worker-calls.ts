@@ -52,6 +52,8 @@ export class WorkerCalls<Req, Res> {
     if (!worker) return;
     this.#worker = undefined;
     const exited = once(worker, "exit");
+    // Held until it has ended: the caller awaits that.
+    worker.ref();
     worker.postMessage({ close: true });
     await exited;
   }

@@ -163,13 +163,21 @@ async function waitUntilServing(address: string, { child, output }: Launched, cr
 /** A grpc.health.v1.Health client constructor (Check, Watch, List). */
 export const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
 
+/**
+ * The tests' grpc-js clients reach the pet service at 127.0.0.1:port. Node 26 refuses an IP
+ * address as a TLS server name (RFC 6066; Node's DEP0123 reached its end of life), which grpc-js
+ * would send for such a target: over TLS they name the server "localhost", as every test
+ * certificate does (testkit/tls.ts). Plaintext channels ignore it.
+ */
+const CLIENT_OPTIONS: grpc.ChannelOptions = { "grpc.ssl_target_name_override": "localhost" };
+
 /** grpc.health.v1.Health/Check: "SERVING", "NOT_SERVING", …; rejects with the gRPC error (NOT_FOUND for unknown services). */
 export async function checkHealth(
   address: string,
   service = "",
   opts: CallOpts & { credentials?: grpc.ChannelCredentials } = { timeoutMs: 2_000 },
 ): Promise<string> {
-  const client = new HealthClient(address, opts.credentials ?? grpc.credentials.createInsecure());
+  const client = new HealthClient(address, opts.credentials ?? grpc.credentials.createInsecure(), CLIENT_OPTIONS);
   try {
     return (await unary<{ status: string }>(client, "Check", { service }, opts)).status;
   } finally {
@@ -197,7 +205,7 @@ export type PetClient = ServiceClient & {
 /** `credentials`: plaintext unless given (TLS, mTLS). */
 export function petClient(address: string, credentials = grpc.credentials.createInsecure()): PetClient {
   const { PetService } = loadPetStorePackage();
-  const client = new PetService(address, credentials);
+  const client = new PetService(address, credentials, CLIENT_OPTIONS);
   return Object.assign(client, {
     create: async (request: CreatePetRequestInit, opts?: CallOpts) =>
       (await unary<{ pet: Pet }>(client, "CreatePet", request, opts)).pet,

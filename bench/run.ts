@@ -23,7 +23,8 @@
  * nothing about speed.
  *
  * Flags: --duration S (10) --rounds N (3) --connections N (32) --smoke --readme
- *        --only a,b,… (just these scenarios, no open-loop or Redis figures: for quick comparisons)
+ *        --only a,b,… (just these scenarios, no open-loop or Redis figures: for quick comparisons;
+ *        sqlite-drivers: the SQLite driver comparison of bench/sqlite-drivers.ts)
  *        --profile DIR (gateways and pet service run with --cpu-prof, profiles written to DIR)
  *        --compare DIR (another checkout with node_modules: its pet service and gateways run beside
  *        ours as scenarios a@base, c-mem@base and g@base; combine with --only a,a@base,…)
@@ -45,6 +46,7 @@ import { measureOpenLoop } from "./open-loop-rows.ts";
 import { benchReport } from "./targets.ts";
 import { roundOrder, type Scenario } from "./scenario.ts";
 import { buildScenarios } from "./scenarios.ts";
+import { sqliteDriverTable } from "./sqlite-drivers.ts";
 import { fmt, today } from "../testkit/stats.ts";
 
 const { values: flags } = parseArgs({
@@ -103,9 +105,9 @@ let cleanUp = async () => {};
 
 async function main(): Promise<number> {
   // Every Node process of the bench (gateways, pet services, bare Express, the floors, the client
-  // candidates) runs on this one's runtime: through npm, the project's Node 24.
-  if (Number(process.versions.node.split(".")[0]) < 24) {
-    log(`runs on the project's runtime, Node 24 or newer (this is ${process.version}): use npm run bench`);
+  // candidates, the SQLite drivers) runs on this one's runtime: through npm, the project's Node 26.
+  if (Number(process.versions.node.split(".")[0]) < 26) {
+    log(`runs on the project's runtime, Node 26 or newer (this is ${process.version}): use npm run bench`);
     return 2;
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), "petstore-bench-"));
@@ -185,6 +187,8 @@ async function main(): Promise<number> {
       openLoopRows.push(...(await measureOpenLoop(plan, { settings, check })));
     }
 
+    // The SQLite drivers side by side (bench/sqlite-drivers.ts): in a full run, or named in --only.
+    const drivers = full || only?.includes("sqlite-drivers") ? await sqliteDriverTable({ dir, rounds: settings.rounds, smoke }) : undefined;
     const markdown = benchReport({
       settings,
       scenarios: scenarios.map((s) => ({ key: s.key, label: s.label, summary: summaries.get(s.key)! })),
@@ -197,7 +201,8 @@ async function main(): Promise<number> {
           memory: await limiterMemory(redis.url, settings.memoryHits),
         },
       }),
-      notMeasured,
+      notMeasured: [...notMeasured, ...(drivers?.notMeasured ?? [])],
+      ...(drivers && { drivers: drivers.markdown }),
       machine: machine([
         `Redis ${/redis_version:(\S+)/.exec(await stats.info("server"))?.[1] ?? "?"}`,
         toolVersion("wrk", ["--version"], /^(wrk \S+)/m),

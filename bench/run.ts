@@ -27,7 +27,7 @@
  *        sqlite-drivers: the SQLite driver comparison of bench/sqlite-drivers.ts)
  *        --profile DIR (gateways and pet service run with --cpu-prof, profiles written to DIR)
  *        --compare DIR (another checkout with node_modules: its pet service and gateways run beside
- *        ours as scenarios a@base, c-mem@base and g@base; combine with --only a,a@base,…)
+ *        ours as scenarios a@base, a-mem@base, c-mem@base, g@base and h@base; combine with --only a,a@base,…)
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";

@@ -67,6 +67,7 @@ const LOG_LEVEL = "info";
 /** The PostgreSQL server of the PostgreSQL rows (trust auth); each run creates a private database on it and drops it. */
 const PG_SERVER = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432";
 const NEW_PET = { name: "Bench pet", categoryId: 7, status: "pending" };
+const CREATE_REQUEST = { name: NEW_PET.name, categoryId: String(NEW_PET.categoryId), status: "PET_STATUS_PENDING" };
 
 export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> {
   const { dir, keysDir, auth, redis, settings } = opts;
@@ -145,14 +146,10 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
     passThrough && http("f", "(f) floor: Express + one pass-through grpc-js call (fixed bytes both ways)", list(passThrough), passThrough),
     wanted("g") ? await grpcDirect("g", "(g) floor: the pet service alone, ListPets(limit=20) over gRPC (h2load)", "ListPets", { limit: 20 }) : undefined,
     wanted("h")
-      ? await grpcDirect("h", "(h) the pet service alone, CreatePet over gRPC (h2load)", "CreatePet", {
-          name: NEW_PET.name,
-          categoryId: String(NEW_PET.categoryId),
-          status: "PET_STATUS_PENDING",
-        })
+      ? await grpcDirect("h", "(h) the pet service alone, CreatePet over gRPC (h2load)", "CreatePet", CREATE_REQUEST)
       : undefined,
   ];
-  if (opts.compareRoot && ["c-mem@base", "a@base", "a-mem@base", "g@base"].some(wanted)) {
+  if (opts.compareRoot && ["c-mem@base", "a@base", "a-mem@base", "g@base", "h@base"].some(wanted)) {
     const root = opts.compareRoot;
     const basePet = await startPetService({ dir, name: "pet-service-base", db: path.join(dir, "pets-base.sqlite"), logLevel: LOG_LEVEL, root, ...profile(opts) });
     const baseGateway = await startGateway({ dir, name: "gateway-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, redisUrl: redis.url, root, ...profile(opts) });
@@ -164,6 +161,7 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
       http("a@base", `(a) full path, ${root}`, list(baseGateway), baseGateway, true, true, basePet),
       http("a-mem@base", `(a) full path, memory limiter, ${root}`, list(baseMemory), baseMemory, false, true, basePet),
       baseDirect,
+      await grpcDirect("h@base", `(h) the pet service alone, CreatePet, ${root}`, "CreatePet", CREATE_REQUEST, basePet),
     );
   }
   const notMeasured: string[] = [];

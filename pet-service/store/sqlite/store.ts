@@ -12,6 +12,7 @@ import type { BatchResult, WriteRequest } from "./commit-batch.ts";
 import { toStorageError } from "./faults.ts";
 import { GroupCommit, type CommitStats } from "./group-commit.ts";
 import { migrateSqlite } from "./migrations.ts";
+import { ReadCache } from "./read-cache.ts";
 
 /**
  * The reads, on the main thread's connection, which reads INTEGER columns as bigint (ids and
@@ -57,6 +58,7 @@ interface SqliteParts {
   dir: string;
   reader: DatabaseSync;
   statements: Record<ReadKey, StatementSync>;
+  cache: ReadCache<Pet[]>;
   timers: Partial<Record<ReadKey, LatencySeries>>;
   writer: WorkerCalls<WriteRequest[], BatchResult>;
   commits: GroupCommit;
@@ -88,6 +90,8 @@ export class SqlitePetStore implements PetStore {
   private readonly dir: string;
   private readonly reader: DatabaseSync;
   private readonly statements: Record<ReadKey, StatementSync>;
+  /** The reads' results while the database is unchanged (read-cache.ts). */
+  private readonly cache: ReadCache<Pet[]>;
   /** Label children bound once at open, so timing a query costs no label lookup. */
   private readonly timers: Partial<Record<ReadKey, LatencySeries>>;
   private readonly writer: WorkerCalls<WriteRequest[], BatchResult>;
@@ -100,6 +104,7 @@ export class SqlitePetStore implements PetStore {
     this.dir = parts.dir;
     this.reader = parts.reader;
     this.statements = parts.statements;
+    this.cache = parts.cache;
     this.timers = parts.timers;
     this.writer = parts.writer;
     this.commits = parts.commits;
@@ -132,6 +137,7 @@ export class SqlitePetStore implements PetStore {
         dir,
         reader,
         statements: Object.fromEntries(READS.map((key) => [key, prepareRead(reader, key)])) as Record<ReadKey, StatementSync>,
+        cache: new ReadCache(reader),
         timers,
         writer,
         commits: new GroupCommit(writer, {
@@ -190,8 +196,9 @@ export class SqlitePetStore implements PetStore {
   }
 
   /**
-   * Runs a read statement to completion, in a span of its own; timed (failures included) when
-   * metrics are on; storage faults as StorageUnavailableError.
+   * Runs a read statement to completion (or takes its result while the database is unchanged:
+   * read-cache.ts), in a span of its own; timed (failures included) when metrics are on; storage
+   * faults as StorageUnavailableError. Callers share the pets: they must not change them.
    */
   private read(key: ReadKey, params: (string | number | bigint)[]): Promise<Pet[]> {
     if (this.closing) return Promise.reject(new Error("pet store is closed"));
@@ -200,9 +207,9 @@ export class SqlitePetStore implements PetStore {
     const started = timer && performance.now();
     let failed = true;
     try {
-      const rows = this.statements[key].all(...params) as unknown as unknown[][];
+      const pets = this.cache.get(`${key} ${params.join(" ")}`, () => (this.statements[key].all(...params) as unknown as unknown[][]).map(petOfColumns));
       failed = false;
-      return Promise.resolve(rows.map(petOfColumns));
+      return Promise.resolve(pets);
     } catch (err) {
       return Promise.reject(toStorageError(err, this.dir));
     } finally {

@@ -64,7 +64,7 @@ export class WorkerCalls<Req, Res> {
     worker.unref();
     let failure: Error | undefined;
     worker.on("message", (answer: Answer<Res>) => {
-      if ("error" in answer) this.#settle(answer.id, undefined, Object.assign(new Error(answer.error.message), answer.error.code && { code: answer.error.code }));
+      if ("error" in answer) this.#settle(answer.id, undefined, errorOf(answer.error));
       else this.#settle(answer.id, answer.value);
     });
     worker.on("error", (err: unknown) => (failure = err instanceof Error ? err : new Error(String(err))));
@@ -112,4 +112,9 @@ export function serveCalls<Req, Res>(handle: (request: Req) => Res, close: () =>
 export function wireError(err: unknown): WireError {
   const { message, code } = (err ?? {}) as { message?: unknown; code?: unknown };
   return { message: typeof message === "string" ? message : String(err), ...(typeof code === "string" && { code }) };
+}
+
+/** The error a WireError describes, again an Error with its `code`. */
+export function errorOf({ message, code }: WireError): Error {
+  return Object.assign(new Error(message), code !== undefined && { code });
 }

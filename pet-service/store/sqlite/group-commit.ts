@@ -1,6 +1,6 @@
 import { context, type Context } from "@opentelemetry/api";
 import type { LatencySeries } from "../../../lib/openmetrics.ts";
-import type { WorkerCalls } from "../../../lib/worker-calls.ts";
+import { errorOf, type WorkerCalls } from "../../../lib/worker-calls.ts";
 import { endQuerySpan, querySpan } from "../query-span.ts";
 import type { BatchResult, QueryTiming, WriteOutcome, WriteRequest } from "./commit-batch.ts";
 
@@ -29,8 +29,8 @@ export interface GroupCommitOptions {
   batchSizes?: { observe(writes: number): void };
   /** insert_pet's latency series, when metrics are on. */
   insertTimer?: LatencySeries;
-  /** A failure of the whole batch as the caller wants it rejected (a storage fault as StorageUnavailableError). */
-  failure(error: Error): unknown;
+  /** An error as the caller wants a create rejected with (a storage fault as StorageUnavailableError). */
+  classify(error: Error): unknown;
 }
 
 /**
@@ -88,11 +88,11 @@ export class GroupCommit {
       result = await this.writer.call(batch.map((write) => write.request));
     } catch (error) {
       // The worker itself failed (it stopped): nothing of the batch is known to be stored.
-      for (const write of batch) write.reject(this.options.failure(error as Error));
+      for (const write of batch) write.reject(this.options.classify(error as Error));
       return;
     }
     // Classified once for the batch (an I/O error probes the file system), not once per write.
-    const failure = result.committed ? undefined : this.options.failure(errorOf(result.error));
+    const failure = result.committed ? undefined : this.options.classify(errorOf(result.error));
     if (result.committed) {
       this.counters.commits += 1;
       this.counters.writes += batch.length;
@@ -101,8 +101,8 @@ export class GroupCommit {
     batch.forEach((write, i) => {
       const outcome = result.outcomes[i];
       context.with(write.context, () => this.traced(outcome, result));
-      if (outcome && !outcome.ok) write.reject(errorOf(outcome.error));
-      else if (failure !== undefined) write.reject(failure);
+      if (outcome && !outcome.ok) write.reject(this.options.classify(errorOf(outcome.error)));
+      else if (!result.committed) write.reject(failure);
       else write.resolve(outcome!.value);
     });
   }
@@ -124,6 +124,3 @@ function timedQuery({ query, start, end, failed }: QueryTiming, timer?: LatencyS
   timer?.observe((end - start) / 1000, span);
   endQuerySpan(span, failed === true, end);
 }
-
-/** An error as the worker reported it: SQLite's result code by name in `code` (lib/sqlite.ts). */
-const errorOf = ({ message, code }: { message: string; code?: string }): Error => Object.assign(new Error(message), code !== undefined && { code });

@@ -141,7 +141,7 @@ export class SqlitePetStore implements PetStore {
         timers,
         writer,
         commits: new GroupCommit(writer, {
-          failure: (error) => toStorageError(error, dir),
+          classify: (error) => toStorageError(error, dir),
           ...(batchSizes && { batchSizes }),
           ...(insertTimer && { insertTimer }),
         }),

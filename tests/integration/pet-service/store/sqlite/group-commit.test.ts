@@ -4,7 +4,7 @@ import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../../pet-service/idem
 import type { IdempotencyKey, NewPet } from "../../../../../pet-service/store/pet-store.ts";
 import { SqlitePetStore } from "../../../../../pet-service/store/sqlite/store.ts";
 import { openSqlite } from "../../../../../lib/sqlite.ts";
-import { testDbPath } from "../../../../../testkit/pet-service.ts";
+import { sideConnection, testDbPath } from "../../../../../testkit/pet-service.ts";
 
 /** Group commit in the SQLite store: concurrent creates share one transaction (one fsync). */
 const cleanups: (() => Promise<void>)[] = [];
@@ -127,6 +127,30 @@ describe("group commit", () => {
     // deletion is rolled back with it.
     await expect(store.createOnce(bad("x"), key("k-x", bad("x")))).rejects.toMatchObject({ code: "SQLITE_CONSTRAINT" });
     expect(await keys()).toEqual([{ request_id: "k-old" }]);
+  });
+
+  it("keeps the event loop free while a create waits for the lock: reads and timers go on, the create fails busy after busy_timeout", { timeout: 20_000 }, async () => {
+    const { store, dbPath } = await openStore();
+    const kept = await store.create(pet("kept"));
+    const side = await sideConnection(dbPath);
+    await side.exec("BEGIN EXCLUSIVE"); // held past the writer's busy_timeout (5 s)
+    try {
+      const order: string[] = [];
+      const create = store.create(pet("locked out")).then(
+        () => order.push("create stored"),
+        (err: unknown) => order.push(`create refused: ${(err as { fault?: string }).fault}`),
+      );
+      // The writer thread waits for the lock; this thread answers meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      order.push("timer");
+      expect(await store.list({ limit: 10 })).toEqual([kept]);
+      order.push("read");
+      await create;
+      expect(order).toEqual(["timer", "read", "create refused: busy"]);
+    } finally {
+      await side.exec("ROLLBACK");
+      await side.close();
+    }
   });
 
   it("counts creates per commit in pet_service_sqlite_writes_per_commit", async () => {

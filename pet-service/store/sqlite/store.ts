@@ -4,7 +4,7 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { latencySeries, type LatencySeries } from "../../../lib/openmetrics.ts";
 import { openDurableWriter } from "../../../lib/sqlite.ts";
 import { WorkerCalls } from "../../../lib/worker-calls.ts";
-import type { PetServiceMetrics } from "../../metrics.ts";
+import type { PetServiceMetrics, SqliteQuery } from "../../metrics.ts";
 import type { CreateOnceResult, IdempotencyKey, ListQuery, NewPet, Pet, PetStatus, PetStore } from "../pet-store.ts";
 import type { SchemaReport } from "../migrations.ts";
 import { endQuerySpan, PET_QUERIES, querySpan } from "../query-span.ts";
@@ -129,7 +129,7 @@ export class SqlitePetStore implements PetStore {
       // The writer opens its connection now: a file it cannot write fails the open, not the first create.
       await writer.call([]);
       const histogram = options.metrics?.sqliteQueryDuration;
-      const timer = (key: ReadKey | "insert") => (histogram ? latencySeries(histogram, { query: PET_QUERIES[key] }) : undefined);
+      const timer = (key: ReadKey | "insert") => (histogram ? latencySeries(histogram, { query: PET_QUERIES[key] satisfies SqliteQuery }) : undefined);
       const timers = histogram ? Object.fromEntries(READS.map((key) => [key, timer(key)])) : {};
       const insertTimer = timer("insert");
       const batchSizes = options.metrics?.sqliteWritesPerCommit;

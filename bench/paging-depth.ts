@@ -17,7 +17,7 @@ import { createLogger } from "../lib/logger.ts";
 import { loadPetStorePackage } from "../proto/load.ts";
 import type { ListPetsRequestInit, ListPetsResponse } from "../proto/generated/petstore-v1.ts";
 import { createServer } from "../pet-service/server.ts";
-import { all, closeDatabase, exec, openDatabase } from "../pet-service/store/sqlite/calls.ts";
+import { openSqlite } from "../lib/sqlite.ts";
 import { SqlitePetStore } from "../pet-service/store/sqlite/store.ts";
 import { cpuSince, fmt, median, timePerCall, today } from "../testkit/stats.ts";
 
@@ -60,7 +60,7 @@ try {
     throw new Error(`page ${deepPage} is not the last ${LIMIT} pets`);
   }
 
-  const side = await openDatabase(dbPath);
+  const side = openSqlite(dbPath);
   const results = new Map<string, { grpcUs: number[]; cpuUs: number[]; storeUs: number[]; offsetUs: number[] }>();
   for (let round = 1; round <= ROUNDS; round++) {
     // Alternate which page goes first, so drift on this shared machine hits both alike.
@@ -72,11 +72,11 @@ try {
       r.cpuUs.push(cpuSince(cpu) / CALLS);
       r.storeUs.push(await timePerCall(() => store.list({ limit: LIMIT + 1, afterId: page.afterId })));
       const offset = Number(page.afterId);
-      r.offsetUs.push(await timePerCall(() => all(side, `SELECT id, name, category_id, status FROM pets ORDER BY id LIMIT ${LIMIT + 1} OFFSET ${offset}`)));
+      r.offsetUs.push(await timePerCall(async () => side.prepare(`SELECT id, name, category_id, status FROM pets ORDER BY id LIMIT ${LIMIT + 1} OFFSET ${offset}`).all()));
     }
     log(`round ${round}/${ROUNDS} done`);
   }
-  await closeDatabase(side);
+  side.close();
   client.close();
   await server.shutdown();
   await store.close();
@@ -101,16 +101,15 @@ try {
 /** Creates the schema through the store, then `count` pets (statuses in turn) in one transaction. */
 async function fill(file: string, count: number): Promise<void> {
   await (await SqlitePetStore.open(file)).close();
-  const db = await openDatabase(file);
+  const db = openSqlite(file);
   log(`inserting ${count} pets`);
-  await exec(
-    db,
+  db.exec(
     `BEGIN;
      WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count})
      INSERT INTO pets (name, category_id, status)
        SELECT 'pet ' || i, 1 + i % 50, CASE i % 3 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' ELSE 'sold' END FROM n;
      COMMIT;`,
   );
-  await closeDatabase(db);
+  db.close();
 }
 

@@ -24,10 +24,11 @@
  * connections, 3 pets); it asserts nothing about speed.
  *
  * Flags: --duration S (10) --rounds N (3) --connections N (32) --smoke --results FILE
- *        --only a,b,… (just these scenarios, no open-loop or Redis figures: for quick comparisons)
+ *        --only a,b,… (just these scenarios, no open-loop or Redis figures: for quick comparisons;
+ *        sqlite-drivers: the SQLite driver comparison of bench/sqlite-drivers.ts)
  *        --profile DIR (gateways and pet service run with --cpu-prof, profiles written to DIR)
  *        --compare DIR (another checkout with node_modules: its pet service and gateways run beside
- *        ours as scenarios a@base, c-mem@base and g@base; combine with --only a,a@base,…)
+ *        ours as scenarios a@base, a-mem@base, c-mem@base, g@base and h@base; combine with --only a,a@base,…)
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -46,6 +47,7 @@ import { measureOpenLoop } from "./open-loop-rows.ts";
 import { benchReport } from "./targets.ts";
 import { roundOrder, type Scenario } from "./scenario.ts";
 import { buildScenarios } from "./scenarios.ts";
+import { sqliteDriverTable } from "./sqlite-drivers.ts";
 import { fmt, today } from "../testkit/stats.ts";
 
 const { values: flags } = parseArgs({
@@ -105,9 +107,9 @@ let cleanUp = async () => {};
 
 async function main(): Promise<number> {
   // Every Node process of the bench (gateways, pet services, bare Express, the floors, the client
-  // candidates) runs on this one's runtime: through npm, the project's Node 24.
-  if (Number(process.versions.node.split(".")[0]) < 24) {
-    log(`runs on the project's runtime, Node 24 or newer (this is ${process.version}): use npm run bench`);
+  // candidates, the SQLite drivers) runs on this one's runtime: through npm, the project's Node 26.
+  if (Number(process.versions.node.split(".")[0]) < 26) {
+    log(`runs on the project's runtime, Node 26 or newer (this is ${process.version}): use npm run bench`);
     return 2;
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), "petstore-bench-"));
@@ -187,6 +189,8 @@ async function main(): Promise<number> {
       openLoopRows.push(...(await measureOpenLoop(plan, { settings, check })));
     }
 
+    // The SQLite drivers side by side (bench/sqlite-drivers.ts): in a full run, or named in --only.
+    const drivers = full || only?.includes("sqlite-drivers") ? await sqliteDriverTable({ dir, rounds: settings.rounds, smoke }) : undefined;
     const markdown = benchReport({
       settings,
       scenarios: scenarios.map((s) => ({ key: s.key, label: s.label, summary: summaries.get(s.key)! })),
@@ -199,7 +203,8 @@ async function main(): Promise<number> {
           memory: await limiterMemory(redis.url, settings.memoryHits),
         },
       }),
-      notMeasured,
+      notMeasured: [...notMeasured, ...(drivers?.notMeasured ?? [])],
+      ...(drivers && { drivers: drivers.markdown }),
       machine: machine([
         `Redis ${/redis_version:(\S+)/.exec(await stats.info("server"))?.[1] ?? "?"}`,
         toolVersion("wrk", ["--version"], /^(wrk \S+)/m),

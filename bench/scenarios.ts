@@ -42,6 +42,8 @@ export interface Scenarios {
   cleanUp(): Promise<void>;
 }
 
+const CREATE_REQUEST = { name: NEW_PET.name, categoryId: String(NEW_PET.categoryId), status: "PET_STATUS_PENDING" };
+
 export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> {
   const { dir, keysDir, auth, redis, settings } = opts;
   const pet = await startPetService({ dir, name: "pet-service", db: path.join(dir, "pets.sqlite"), logLevel: LOG_LEVEL, ...(opts.profileDir && { profileDir: opts.profileDir }) });
@@ -82,14 +84,10 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
     passThrough && http("f", "(f) floor: Express + one pass-through grpc-js call (fixed bytes both ways)", list(passThrough), passThrough),
     wanted("g") ? await grpcDirect("g", "(g) floor: the pet service alone, ListPets(limit=20) over gRPC (h2load)", "ListPets", { limit: 20 }) : undefined,
     wanted("h")
-      ? await grpcDirect("h", "(h) the pet service alone, CreatePet over gRPC (h2load)", "CreatePet", {
-          name: NEW_PET.name,
-          categoryId: String(NEW_PET.categoryId),
-          status: "PET_STATUS_PENDING",
-        })
+      ? await grpcDirect("h", "(h) the pet service alone, CreatePet over gRPC (h2load)", "CreatePet", CREATE_REQUEST)
       : undefined,
   ];
-  if (opts.compareRoot && ["c-mem@base", "a@base", "a-mem@base", "g@base"].some(wanted)) all.push(...(await baseScenarios(kit, opts.compareRoot)));
+  if (opts.compareRoot && ["c-mem@base", "a@base", "a-mem@base", "g@base", "h@base"].some(wanted)) all.push(...(await baseScenarios(kit, opts.compareRoot)));
   all.push(...(await fixedBytesScenarios(kit, opts.smoke)));
   if (opts.goGateway && wanted("i")) {
     const go = await startGoGateway(dir, pet.address);
@@ -116,6 +114,7 @@ async function baseScenarios(kit: ScenarioKit, root: string): Promise<Scenario[]
     http("a@base", `(a) full path, ${root}`, list(baseGateway), baseGateway, true, true, basePet),
     http("a-mem@base", `(a) full path, memory limiter, ${root}`, list(baseMemory), baseMemory, false, true, basePet),
     baseDirect,
+    await kit.grpcDirect("h@base", `(h) the pet service alone, CreatePet, ${root}`, "CreatePet", CREATE_REQUEST, basePet),
   ];
 }
 

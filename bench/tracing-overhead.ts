@@ -58,7 +58,7 @@ async function child(mode: Mode, sink: string): Promise<void> {
       const handler = startServerSpan("petstore.v1.PetService/ListPets", remote);
       if (handler.isRecording()) handler.setAttributes({ "rpc.system": "grpc", "rpc.method": "ListPets" });
       context.with(requestContext(handler, "r"), () => {
-        const query = querySpan("sqlite", { query: "list_pets", operation: "SELECT", table: "pets" });
+        const query = querySpan("sqlite", "list_pets");
         series[3]!.observe(0.0005, query);
         endQuerySpan(query, false);
         logCorrelation();

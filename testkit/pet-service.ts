@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import sqlite3 from "sqlite3";
+import { openSqlite } from "../lib/sqlite.ts";
 import { service as healthService } from "grpc-health-check";
 import { createLogger } from "../lib/logger.ts";
 import { loadPetStorePackage } from "../proto/load.ts";
@@ -168,13 +168,21 @@ async function waitUntilServing(address: string, { child, output }: Launched, cr
 /** A grpc.health.v1.Health client constructor (Check, Watch, List). */
 export const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
 
+/**
+ * The tests' grpc-js clients reach the pet service at 127.0.0.1:port. Node 26 refuses an IP
+ * address as a TLS server name (RFC 6066; Node's DEP0123 reached its end of life), which grpc-js
+ * would send for such a target: over TLS they name the server "localhost", as every test
+ * certificate does (testkit/tls.ts). Plaintext channels ignore it.
+ */
+const CLIENT_OPTIONS: grpc.ChannelOptions = { "grpc.ssl_target_name_override": "localhost" };
+
 /** grpc.health.v1.Health/Check: "SERVING", "NOT_SERVING", …; rejects with the gRPC error (NOT_FOUND for unknown services). */
 export async function checkHealth(
   address: string,
   service = "",
   opts: CallOpts & { credentials?: grpc.ChannelCredentials } = { timeoutMs: 2_000 },
 ): Promise<string> {
-  const client = new HealthClient(address, opts.credentials ?? grpc.credentials.createInsecure());
+  const client = new HealthClient(address, opts.credentials ?? grpc.credentials.createInsecure(), CLIENT_OPTIONS);
   try {
     return (await unary<{ status: string }>(client, "Check", { service }, opts)).status;
   } finally {
@@ -202,7 +210,7 @@ export type PetClient = ServiceClient & {
 /** `credentials`: plaintext unless given (TLS, mTLS). */
 export function petClient(address: string, credentials = grpc.credentials.createInsecure()): PetClient {
   const { PetService } = loadPetStorePackage();
-  const client = new PetService(address, credentials);
+  const client = new PetService(address, credentials, CLIENT_OPTIONS);
   return Object.assign(client, {
     create: async (request: CreatePetRequestInit, opts?: CallOpts) =>
       (await unary<{ pet: Pet }>(client, "CreatePet", request, opts)).pet,
@@ -230,19 +238,18 @@ function unary<Res>(
   );
 }
 
+type SqlParam = string | number | bigint | null | Uint8Array;
+
 /** A second, independent connection to a pet-service database, for tests that reach around the API. */
 export async function sideConnection(
   dbPath: string,
 ): Promise<{ exec(sql: string): Promise<void>; all<T>(sql: string, params?: unknown[]): Promise<T[]>; close(): Promise<void> }> {
-  const db = await new Promise<sqlite3.Database>((resolve, reject) => {
-    const opened: sqlite3.Database = new sqlite3.Database(dbPath, (err) => (err ? reject(err) : resolve(opened)));
-  });
-  db.configure("busyTimeout", 5_000);
+  // The service's own driver (one SQLite library per process), with its busy timeout.
+  const db = openSqlite(dbPath);
   return {
-    exec: (sql) => new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve()))),
-    all: <T>(sql: string, params: unknown[] = []) =>
-      new Promise<T[]>((resolve, reject) => db.all<T>(sql, params, (err, rows) => (err ? reject(err) : resolve(rows)))),
-    close: () => new Promise((resolve, reject) => db.close((err) => (err ? reject(err) : resolve()))),
+    exec: async (sql) => db.exec(sql),
+    all: async <T>(sql: string, params: unknown[] = []) => db.prepare(sql).all(...(params as SqlParam[])) as T[],
+    close: async () => db.close(),
   };
 }
 

@@ -1,4 +1,4 @@
-import { context, createContextKey, INVALID_TRACEID, ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
+import { context, createContextKey, INVALID_TRACEID, ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Attributes, type Context, type Span, type TimeInput, type Tracer } from "@opentelemetry/api";
 import { RandomIdGenerator } from "@opentelemetry/sdk-trace";
 
 /**
@@ -78,9 +78,9 @@ export function logCorrelation(): { requestId: string | undefined } & LogIds {
  * request, or no endpoint): inner spans of an unrecorded trace would never be exported, so they
  * are not even made. The caller ends it.
  */
-export function childSpan(name: string, attributes: Attributes, kind?: SpanKind): Span | undefined {
+export function childSpan(name: string, attributes: Attributes, kind?: SpanKind, startTime?: TimeInput): Span | undefined {
   if (!trace.getActiveSpan()?.isRecording()) return undefined;
-  return tracer().startSpan(name, { attributes, ...(kind !== undefined && { kind }) });
+  return tracer().startSpan(name, { attributes, ...(kind !== undefined && { kind }), ...(startTime !== undefined && { startTime }) });
 }
 
 /** Whether the trace is sampled: its spans are exported, so an exemplar naming it leads somewhere. */

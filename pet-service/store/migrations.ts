@@ -35,7 +35,7 @@ export async function applyPending(all: readonly Migration[], current: number, a
 }
 
 /** The migrations of `all` above `current`, after checking that the code knows the database's version. */
-function pendingMigrations(all: readonly Migration[], current: number): Migration[] {
+export function pendingMigrations(all: readonly Migration[], current: number): Migration[] {
   all.forEach((m, i) => {
     if (m.version !== i + 1) throw new Error(`migration ${m.name} has version ${m.version}, expected ${i + 1}`);
   });

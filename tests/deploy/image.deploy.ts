@@ -32,10 +32,10 @@ describe.skipIf(setup().skip !== null)("the image built from deploy/Dockerfile",
     expect(out.split("\n").slice(0, 3)).toEqual(["1000", "1000", expect.stringMatching(/^\/usr\/bin\/tini -- sh -c/)]);
   });
 
-  it("runs the Node version package.json pins, and sqlite3's native addon loads", async () => {
+  it("runs the Node version package.json pins, and its node:sqlite opens a database", async () => {
     const pinned = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies.node;
-    const out = await inImage(`node --version && node -e "require('sqlite3'); console.log('sqlite3 loads')"`);
-    expect(out.split("\n")).toEqual([`v${pinned}`, "sqlite3 loads"]);
+    const out = await inImage(`node --version && node -e "const { DatabaseSync } = require('node:sqlite'); console.log(new DatabaseSync(':memory:').prepare('SELECT 1 AS one').get().one)"`);
+    expect(out.split("\n")).toEqual([`v${pinned}`, "1"]);
   });
 
   it("has no compiler, no npm cache, no registry node package and no key material", async () => {

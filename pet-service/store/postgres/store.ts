@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { latencySeries, type LatencySeries } from "../../../lib/openmetrics.ts";
-import { endQuerySpan, querySpan, type QueryShape } from "../query-span.ts";
+import { endQuerySpan, PET_QUERIES, querySpan } from "../query-span.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import type { PetServiceMetrics, PostgresQuery } from "../../metrics.ts";
 import type { SchemaReport } from "../migrations.ts";
@@ -80,26 +80,12 @@ export const POSTGRES_STATEMENTS = {
 
 type QueryKey = keyof typeof POSTGRES_STATEMENTS;
 
-/** The `query` label of each statement in pet_service_postgres_query_duration_seconds. */
+/** The `query` label of each statement in pet_service_postgres_query_duration_seconds, and its span's. */
 const QUERY_NAMES: Readonly<Record<QueryKey, PostgresQuery>> = {
-  insert: "insert_pet",
+  ...PET_QUERIES,
   insertOnce: "insert_pet_once",
   findKey: "find_idempotency_key",
-  get: "get_pet",
-  list: "list_pets",
-  listByStatus: "list_pets_by_status",
   ping: "ping",
-};
-
-/** Each statement's span (query-span.ts). */
-const QUERY_SHAPES: Readonly<Record<QueryKey, QueryShape>> = {
-  insert: { query: QUERY_NAMES.insert, operation: "INSERT", table: "pets" },
-  insertOnce: { query: QUERY_NAMES.insertOnce, operation: "INSERT", table: "pets" },
-  findKey: { query: QUERY_NAMES.findKey, operation: "SELECT", table: "idempotency_keys" },
-  get: { query: QUERY_NAMES.get, operation: "SELECT", table: "pets" },
-  list: { query: QUERY_NAMES.list, operation: "SELECT", table: "pets" },
-  listByStatus: { query: QUERY_NAMES.listByStatus, operation: "SELECT", table: "pets" },
-  ping: { query: QUERY_NAMES.ping, operation: "SELECT" },
 };
 
 /** A connection's error as both of its log lines give it: code and message. */
@@ -244,7 +230,7 @@ export class PostgresPetStore implements PetStore {
   private async query<T = PetRow>(key: QueryKey, values: unknown[], pool = this.pool): Promise<T[]> {
     if (this.closing) throw new Error("pet store is closed");
     const timer = this.timers[key];
-    const span = querySpan("postgresql", QUERY_SHAPES[key]);
+    const span = querySpan("postgresql", QUERY_NAMES[key]);
     const started = timer && performance.now();
     let failed = true;
     try {

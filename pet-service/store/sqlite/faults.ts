@@ -1,9 +1,10 @@
 import { accessSync, closeSync, constants, openSync, rmSync } from "node:fs";
 import path from "node:path";
+import { withResultCode } from "../../../lib/sqlite.ts";
 import { StorageUnavailableError, type StorageFault } from "../pet-store.ts";
 
 /**
- * SQLite result codes (node-sqlite3 reports the primary code) that mean the storage cannot
+ * SQLite's primary result codes (by name: lib/sqlite.ts) that mean the storage cannot
  * serve now rather than a bug: SQLITE_FULL (no space for the database, its WAL or journal),
  * SQLITE_READONLY, SQLITE_IOERR (a failing or read-only file system: a write refused with EROFS
  * is reported as an I/O error), SQLITE_BUSY/LOCKED (another connection held the lock past
@@ -23,7 +24,7 @@ const FAULTS: Readonly<Record<string, StorageFault>> = {
  * error on a file system that refuses writes (EROFS) is reported as read_only.
  */
 export function toStorageError(err: unknown, databaseDir: string): unknown {
-  const fault = FAULTS[String((err as { code?: unknown } | null)?.code)];
+  const fault = FAULTS[String((withResultCode(err) as { code?: unknown } | null)?.code)];
   if (!fault) return err;
   return new StorageUnavailableError(fault === "io_error" && isReadOnlyFileSystem(databaseDir) ? "read_only" : fault, { cause: err });
 }

@@ -1,19 +1,20 @@
-import type sqlite3 from "sqlite3";
-import { run } from "./calls.ts";
-import { toStorageError } from "./faults.ts";
+import { context, type Context } from "@opentelemetry/api";
+import type { LatencySeries } from "../../../lib/openmetrics.ts";
+import { errorOf, type WorkerCalls } from "../../../lib/worker-calls.ts";
+import { endQuerySpan, querySpan } from "../query-span.ts";
+import type { BatchResult, QueryTiming, WriteOutcome, WriteRequest } from "./commit-batch.ts";
 
 /** Creates committed together in one transaction, at most (bounds a transaction's length). */
 export const MAX_WRITES_PER_COMMIT = 256;
 
 /** A create waiting for the next group commit. */
 interface PendingWrite {
-  /** Its statements, run inside the batch's transaction (in a savepoint of its own). */
-  work(): Promise<unknown>;
+  request: WriteRequest;
+  /** Its request's context: its statements' spans are children of its call's span. */
+  context: Context;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
-
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /** Group-commit counters, for tests and operators. */
 export interface CommitStats {
@@ -23,37 +24,42 @@ export interface CommitStats {
   writes: number;
 }
 
+export interface GroupCommitOptions {
+  /** The creates of each batch, observed after its commit. */
+  batchSizes?: { observe(writes: number): void };
+  /** insert_pet's latency series, when metrics are on. */
+  insertTimer?: LatencySeries;
+  /** An error as the caller wants a create rejected with (a storage fault as StorageUnavailableError). */
+  classify(error: Error): unknown;
+}
+
 /**
- * Group commit on the writer connection: creates queue up and are committed together. When the
- * writer is free it takes every queued create (up to MAX_WRITES_PER_COMMIT), opens one
- * transaction (BEGIN IMMEDIATE), runs each create in a savepoint of its own, COMMITs once (one
- * fsync for all of them), and only then acknowledges each. A create that fails is rolled back to
- * its savepoint and rejected alone; the others commit. Nothing is acknowledged before its COMMIT
- * has returned, so every acknowledged create is durable, exactly as with one transaction per
- * create. A lone create is committed at once (no waiting for company); creates arriving while a
- * commit is in progress form the next batch. A failed batch stored nothing; the next one tries
- * again, so writes resume by themselves once a storage fault clears.
+ * Group commit: creates queue up here, on the main thread, and are committed together by the
+ * writer in its worker thread (commit-batch.ts). When the writer is free it takes every queued
+ * create (up to MAX_WRITES_PER_COMMIT) as one batch: one transaction, one fsync. Each create is
+ * acknowledged only after that COMMIT has returned, so every acknowledged create is durable,
+ * exactly as with one transaction per create. A lone create is committed at once (no waiting for
+ * company); creates arriving while a commit is in progress form the next batch. A failed batch
+ * stored nothing; the next one tries again, so writes resume by themselves once a storage fault
+ * clears.
  */
 export class GroupCommit {
   private readonly queue: PendingWrite[] = [];
   /** The running flush (batches until the queue is empty), if any. */
   private flushing: Promise<void> | undefined;
   private readonly counters: CommitStats = { commits: 0, writes: 0 };
-  private readonly writer: sqlite3.Database;
-  /** The database file's directory: where a read-only file system is recognised (faults.ts). */
-  private readonly dir: string;
-  private readonly batchSizes: { observe(writes: number): void } | undefined;
+  private readonly writer: WorkerCalls<WriteRequest[], BatchResult>;
+  private readonly options: GroupCommitOptions;
 
-  constructor(writer: sqlite3.Database, dir: string, batchSizes?: { observe(writes: number): void }) {
+  constructor(writer: WorkerCalls<WriteRequest[], BatchResult>, options: GroupCommitOptions) {
     this.writer = writer;
-    this.dir = dir;
-    this.batchSizes = batchSizes;
+    this.options = options;
   }
 
-  /** Queues `work` for the next batch; settles after that batch's COMMIT (or its failure). */
-  enqueue<T>(work: () => Promise<T>): Promise<T> {
+  /** Queues `request` for the next batch; settles after that batch's COMMIT (or its failure). */
+  enqueue<T>(request: WriteRequest): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ request, context: context.active(), resolve: resolve as (value: unknown) => void, reject });
       // Started on the next turn of the event loop, so creates that arrived together share the batch.
       this.flushing ??= new Promise<void>((started) => setImmediate(started)).then(() => this.flush());
     });
@@ -76,67 +82,45 @@ export class GroupCommit {
     }
   }
 
-  /** One transaction for `batch`: each write in a savepoint, one COMMIT, then every acknowledgement. */
   private async commitBatch(batch: PendingWrite[]): Promise<void> {
-    const outcomes: Outcome[] = [];
-    /** Set when the transaction as a whole is lost: then nothing of the batch was committed. */
-    let lost: { error: unknown } | undefined;
+    let result: BatchResult;
     try {
-      await run(this.writer, "BEGIN IMMEDIATE");
+      result = await this.writer.call(batch.map((write) => write.request));
     } catch (error) {
-      // Classified once for the batch (an I/O error probes the file system), not once per write.
-      const failure = toStorageError(error, this.dir);
-      for (const write of batch) write.reject(failure);
+      // The worker itself failed (it stopped): nothing of the batch is known to be stored.
+      for (const write of batch) write.reject(this.options.classify(error as Error));
       return;
     }
-    for (const write of batch) {
-      try {
-        await run(this.writer, "SAVEPOINT pet_write");
-      } catch (error) {
-        lost = { error };
-        break;
-      }
-      try {
-        const value = await write.work();
-        await run(this.writer, "RELEASE pet_write");
-        outcomes.push({ ok: true, value });
-      } catch (error) {
-        outcomes.push({ ok: false, error });
-        try {
-          await run(this.writer, "ROLLBACK TO pet_write");
-          await run(this.writer, "RELEASE pet_write");
-        } catch {
-          // SQLite ended the whole transaction because of `error` (I/O error, disk full, …): no
-          // savepoint to go back to, and `error` is why every write of the batch failed.
-          lost = { error };
-          break;
-        }
-      }
+    // Classified once for the batch (an I/O error probes the file system), not once per write.
+    const failure = result.committed ? undefined : this.options.classify(errorOf(result.error));
+    if (result.committed) {
+      this.counters.commits += 1;
+      this.counters.writes += batch.length;
+      this.options.batchSizes?.observe(batch.length);
     }
-    if (!lost) {
-      try {
-        await run(this.writer, "COMMIT");
-      } catch (error) {
-        lost = { error };
-      }
-    }
-    if (lost) {
-      // A failed COMMIT may already have ended the transaction; then ROLLBACK fails too, harmlessly.
-      await run(this.writer, "ROLLBACK").catch(() => {});
-      const failure = toStorageError(lost.error, this.dir);
-      batch.forEach((write, i) => {
-        const outcome = outcomes[i];
-        write.reject(outcome && !outcome.ok ? outcome.error : failure);
-      });
-      return;
-    }
-    this.counters.commits += 1;
-    this.counters.writes += batch.length;
-    this.batchSizes?.observe(batch.length);
     batch.forEach((write, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) write.resolve(outcome.value);
-      else write.reject(outcome.error);
+      const outcome = result.outcomes[i];
+      context.with(write.context, () => this.traced(outcome, result));
+      if (outcome && !outcome.ok) write.reject(this.options.classify(errorOf(outcome.error)));
+      else if (!result.committed) write.reject(failure);
+      else write.resolve(outcome!.value);
     });
   }
+
+  /**
+   * The spans of one create's statements, and of its wait for the COMMIT (from the end of its
+   * statements to the end of the batch), in its request's context; insert_pet timed.
+   */
+  private traced(outcome: WriteOutcome | undefined, result: BatchResult): void {
+    if (!outcome) return;
+    for (const q of outcome.queries) timedQuery(q, q.query === "insert_pet" ? this.options.insertTimer : undefined);
+    const last = outcome.queries.at(-1);
+    if (outcome.ok && last) timedQuery({ query: "commit", start: last.end, end: result.endedAt, ...(!result.committed && { failed: true }) });
+  }
+}
+
+function timedQuery({ query, start, end, failed }: QueryTiming, timer?: LatencySeries): void {
+  const span = querySpan("sqlite", query, start);
+  timer?.observe((end - start) / 1000, span);
+  endQuerySpan(span, failed === true, end);
 }

@@ -1,10 +1,9 @@
-import type sqlite3 from "sqlite3";
-import { allPrepared } from "./calls.ts";
-import { inQuerySpan } from "../query-span.ts";
+import type { StatementSync } from "node:sqlite";
 import type { CreateOnceResult, IdempotencyKey, Pet, PetStatus } from "../pet-store.ts";
+import type { StoreQuery } from "../query-span.ts";
 
 /**
- * Idempotency keys of CreatePet (request_id) in the table `idempotency_keys` (sqlite-migrations.ts),
+ * Idempotency keys of CreatePet (request_id) in the table `idempotency_keys` (migrations.ts),
  * beside the pets in the same SQLite file, so a key and its pet are written in one transaction: a
  * crash never leaves one without the other.
  */
@@ -13,62 +12,50 @@ import type { CreateOnceResult, IdempotencyKey, Pet, PetStatus } from "../pet-st
 export const EXPIRED_KEYS_PER_CREATE = 100;
 
 /**
- * int64 columns as decimal text (see sqlite-pet-store.ts). Prepared once on the writer
- * (SqlitePetStore.open): every create through the gateway carries a request_id, so these run
- * for nearly every create.
+ * Prepared once on the writer connection (writer-worker.ts), which reads INTEGER columns as
+ * bigint: every create through the gateway carries a request_id, so these run for nearly every create.
  */
 export const IDEMPOTENCY_STATEMENTS = {
   expire: `DELETE FROM idempotency_keys WHERE rowid IN
              (SELECT rowid FROM idempotency_keys WHERE created_at <= ? ORDER BY created_at LIMIT ${EXPIRED_KEYS_PER_CREATE})`,
-  find: `SELECT k.request_hash AS requestHash, CAST(pets.id AS TEXT) AS id, pets.name AS name,
-                CAST(pets.category_id AS TEXT) AS categoryId, pets.status AS status
+  find: `SELECT k.request_hash AS requestHash, pets.id AS id, pets.name AS name, pets.category_id AS categoryId, pets.status AS status
            FROM idempotency_keys AS k JOIN pets ON pets.id = k.pet_id
           WHERE k.request_id = ? AND k.created_at > ?`,
   // A row already there is an expired key (find saw no live one) beyond this call's cleanup batch:
   // the new create takes it over.
-  remember: `INSERT INTO idempotency_keys (request_id, request_hash, pet_id, created_at) VALUES (?, ?, CAST(? AS INTEGER), ?)
+  remember: `INSERT INTO idempotency_keys (request_id, request_hash, pet_id, created_at) VALUES (?, ?, ?, ?)
              ON CONFLICT (request_id) DO UPDATE
                SET request_hash = excluded.request_hash, pet_id = excluded.pet_id, created_at = excluded.created_at`,
 } as const;
 
-export type IdempotencyStatements = Record<keyof typeof IDEMPOTENCY_STATEMENTS, sqlite3.Statement>;
+export type IdempotencyStatements = Record<keyof typeof IDEMPOTENCY_STATEMENTS, StatementSync>;
+
+/** Runs one statement as the query `query`, recording when it ran (its span and timing, on the main thread). */
+export type Timed = <T>(query: StoreQuery, run: () => T) => T;
 
 interface FoundRow {
   requestHash: string;
-  id: string;
+  id: bigint;
   name: string;
-  categoryId: string;
+  categoryId: bigint;
   status: PetStatus;
 }
 
 /**
- * The check-and-create of one idempotent create, with `statements` prepared on the writer, inside
- * a write transaction the caller has open (BEGIN IMMEDIATE: no other writer can slip between the
- * check and the insert) and commits: SqlitePetStore runs it in a savepoint of a group commit, so
- * the key and its pet are stored together or not at all, and nothing is acknowledged before the
- * COMMIT. The caller must run no other statement on the writer until it settles. `insertPet`
+ * The check-and-create of one idempotent create, inside a write transaction the caller has open
+ * (BEGIN IMMEDIATE: no other writer can slip between the check and the insert) and commits: the
+ * writer runs it in a savepoint of a group commit (commit-batch.ts), so the key and its pet are
+ * stored together or not at all, and nothing is acknowledged before the COMMIT. `insertPet`
  * stores the pet.
  */
-export async function createOnceInTransaction(
-  statements: IdempotencyStatements,
-  key: IdempotencyKey,
-  insertPet: () => Promise<Pet>,
-): Promise<CreateOnceResult> {
-  await inQuerySpan("sqlite", { query: "expire_idempotency_keys", operation: "DELETE", table: "idempotency_keys" }, () =>
-    allPrepared(statements.expire, [key.expiredAt]),
-  );
-  const [found] = await inQuerySpan("sqlite", { query: "find_idempotency_key", operation: "SELECT", table: "idempotency_keys" }, () =>
-    allPrepared<FoundRow>(statements.find, [key.requestId, key.expiredAt]),
-  );
+export function createOnceInTransaction(statements: IdempotencyStatements, key: IdempotencyKey, insertPet: () => Pet, timed: Timed): CreateOnceResult {
+  timed("expire_idempotency_keys", () => statements.expire.run(key.expiredAt));
+  const found = timed("find_idempotency_key", () => statements.find.get(key.requestId, key.expiredAt)) as FoundRow | undefined;
   if (found) {
-    const { requestHash, ...pet } = found;
-    return requestHash === key.requestHash
-      ? { outcome: "replayed", pet: { ...pet, id: BigInt(pet.id), categoryId: BigInt(pet.categoryId) } }
-      : { outcome: "key_reused" };
+    const { requestHash, id, name, categoryId, status } = found;
+    return requestHash === key.requestHash ? { outcome: "replayed", pet: { id, name, categoryId, status } } : { outcome: "key_reused" };
   }
-  const pet = await insertPet();
-  await inQuerySpan("sqlite", { query: "remember_idempotency_key", operation: "INSERT", table: "idempotency_keys" }, () =>
-    allPrepared(statements.remember, [key.requestId, key.requestHash, String(pet.id), key.now]),
-  );
+  const pet = insertPet();
+  timed("remember_idempotency_key", () => statements.remember.run(key.requestId, key.requestHash, pet.id, key.now));
   return { outcome: "created", pet };
 }

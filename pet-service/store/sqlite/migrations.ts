@@ -1,6 +1,6 @@
-import type sqlite3 from "sqlite3";
-import { applyPending, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "../migrations.ts";
-import { all, exec, run } from "./calls.ts";
+import type { DatabaseSync } from "node:sqlite";
+import { withResultCode } from "../../../lib/sqlite.ts";
+import { pendingMigrations, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "../migrations.ts";
 
 /**
  * The SQLite schema, version by version. Version 1 is the schema that databases made before
@@ -49,21 +49,18 @@ const PET_COLUMNS = ["id", "name", "category_id", "status"];
  * rows, ids and page-token secret untouched. Throws when the file is newer than the code, or holds
  * a `pets` table that is not ours.
  */
-export async function migrateSqlite(db: sqlite3.Database, migrations = SQLITE_MIGRATIONS): Promise<SchemaReport> {
-  await run(db, "BEGIN IMMEDIATE");
+export function migrateSqlite(db: DatabaseSync, migrations = SQLITE_MIGRATIONS): SchemaReport {
   try {
-    const tables = new Set(
-      (await all<{ name: string }>(db, "SELECT name FROM sqlite_schema WHERE type = 'table'")).map((t) => t.name),
-    );
+    db.exec("BEGIN IMMEDIATE");
+    const tables = new Set(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all().map((t) => t.name));
     const baselined = !tables.has(SCHEMA_MIGRATIONS_TABLE) && tables.has("pets");
     if (baselined) {
-      const columns = (await all<{ name: string }>(db, "SELECT name FROM pragma_table_info('pets') ORDER BY cid")).map((c) => c.name);
+      const columns = db.prepare("SELECT name FROM pragma_table_info('pets') ORDER BY cid").all().map((c) => c.name);
       if (columns.join() !== PET_COLUMNS.join()) {
         throw new Error(`the database has a pets table with columns (${columns.join(", ")}) that this pet service did not create`);
       }
     }
-    await exec(
-      db,
+    db.exec(
       `CREATE TABLE IF NOT EXISTS ${SCHEMA_MIGRATIONS_TABLE} (
          version    INTEGER PRIMARY KEY,
          name       TEXT    NOT NULL,
@@ -71,20 +68,17 @@ export async function migrateSqlite(db: sqlite3.Database, migrations = SQLITE_MI
          baseline   INTEGER NOT NULL DEFAULT 0
        ) STRICT;`,
     );
-    const [row] = await all<{ version: number | null }>(db, `SELECT max(version) AS version FROM ${SCHEMA_MIGRATIONS_TABLE}`);
-    const applied = await applyPending(migrations, row?.version ?? 0, async (migration) => {
-      await exec(db, migration.sql);
-      await run(db, `INSERT INTO ${SCHEMA_MIGRATIONS_TABLE} (version, name, applied_at, baseline) VALUES (?, ?, ?, ?)`, [
-        migration.version,
-        migration.name,
-        new Date().toISOString(),
-        baselined && migration.version === 1 ? 1 : 0,
-      ]);
+    const current = Number(db.prepare(`SELECT max(version) AS version FROM ${SCHEMA_MIGRATIONS_TABLE}`).get()?.version ?? 0);
+    const record = db.prepare(`INSERT INTO ${SCHEMA_MIGRATIONS_TABLE} (version, name, applied_at, baseline) VALUES (?, ?, ?, ?)`);
+    const applied = pendingMigrations(migrations, current).map((migration) => {
+      db.exec(migration.sql);
+      record.run(migration.version, migration.name, new Date().toISOString(), baselined && migration.version === 1 ? 1 : 0);
+      return migration.version;
     });
-    await run(db, "COMMIT");
+    db.exec("COMMIT");
     return { version: migrations.length, applied, baselined };
   } catch (err) {
-    await run(db, "ROLLBACK").catch(() => {});
-    throw err;
+    if (db.isTransaction) db.exec("ROLLBACK");
+    throw withResultCode(err);
   }
 }

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import sqlite3 from "sqlite3";
+import { openSqlite } from "../../../lib/sqlite.ts";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { freePort } from "../../../testkit/net.ts";
 import { spawnPetService, type SpawnedPetService } from "../../../testkit/pet-service.ts";
@@ -57,17 +57,11 @@ interface Outcome {
 
 /** Every row of the pets table, read from the SQLite file itself (ListPets stops at 100). */
 async function storedPets(file: string): Promise<{ id: string; name: string }[]> {
-  const db = await new Promise<sqlite3.Database>((resolve, reject) => {
-    const opened: sqlite3.Database = new sqlite3.Database(file, sqlite3.OPEN_READONLY, (err) => (err ? reject(err) : resolve(opened)));
-  });
+  const db = openSqlite(file, { readOnly: true });
   try {
-    return await new Promise((resolve, reject) =>
-      db.all<{ id: string; name: string }>("SELECT CAST(id AS TEXT) AS id, name FROM pets ORDER BY id", (err, rows) =>
-        err ? reject(err) : resolve(rows),
-      ),
-    );
+    return db.prepare("SELECT CAST(id AS TEXT) AS id, name FROM pets ORDER BY id").all() as { id: string; name: string }[];
   } finally {
-    await new Promise<void>((resolve) => db.close(() => resolve()));
+    db.close();
   }
 }
 

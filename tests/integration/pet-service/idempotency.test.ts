@@ -1,5 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
-import sqlite3 from "sqlite3";
+import { openSqlite } from "../../../lib/sqlite.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorInfoOf, fieldViolationsOf } from "../../../lib/grpc-status-details.ts";
 import { IDEMPOTENCY_TTL_MS } from "../../../pet-service/idempotency.ts";
@@ -34,13 +34,11 @@ function createPet(request: CreatePetRequestInit, on: PetClient = client): Promi
 
 /** A read-only look at the database behind the API. */
 async function query<T>(sql: string, params: unknown[] = []): Promise<T[]> {
-  const db = await new Promise<sqlite3.Database>((resolve, reject) => {
-    const opened: sqlite3.Database = new sqlite3.Database(service.dbPath, sqlite3.OPEN_READONLY, (err) => (err ? reject(err) : resolve(opened)));
-  });
+  const db = openSqlite(service.dbPath, { readOnly: true });
   try {
-    return await new Promise<T[]>((resolve, reject) => db.all<T>(sql, params, (err, rows) => (err ? reject(err) : resolve(rows))));
+    return db.prepare(sql).all(...(params as string[])) as T[];
   } finally {
-    await new Promise<void>((resolve) => db.close(() => resolve()));
+    db.close();
   }
 }
 

@@ -1,10 +1,10 @@
-import sqlite3 from "sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { createPetServiceMetrics } from "../../../../../pet-service/metrics.ts";
 import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../../pet-service/idempotency.ts";
 import type { IdempotencyKey, NewPet } from "../../../../../pet-service/store/pet-store.ts";
 import { SqlitePetStore } from "../../../../../pet-service/store/sqlite/store.ts";
-import { testDbPath } from "../../../../../testkit/pet-service.ts";
+import { openSqlite } from "../../../../../lib/sqlite.ts";
+import { sideConnection, testDbPath } from "../../../../../testkit/pet-service.ts";
 
 /** Group commit in the SQLite store: concurrent creates share one transaction (one fsync). */
 const cleanups: (() => Promise<void>)[] = [];
@@ -29,13 +29,11 @@ async function openStore(opts: { metrics?: ReturnType<typeof createPetServiceMet
 
 /** A query on a connection of its own (committed data only). */
 async function query<T>(dbPath: string, sql: string): Promise<T[]> {
-  const db = await new Promise<sqlite3.Database>((resolve, reject) => {
-    const opened: sqlite3.Database = new sqlite3.Database(dbPath, (err) => (err ? reject(err) : resolve(opened)));
-  });
+  const db = openSqlite(dbPath);
   try {
-    return await new Promise<T[]>((resolve, reject) => db.all<T>(sql, (err, rows) => (err ? reject(err) : resolve(rows))));
+    return db.prepare(sql).all() as T[];
   } finally {
-    await new Promise<void>((resolve) => db.close(() => resolve()));
+    db.close();
   }
 }
 
@@ -129,6 +127,30 @@ describe("group commit", () => {
     // deletion is rolled back with it.
     await expect(store.createOnce(bad("x"), key("k-x", bad("x")))).rejects.toMatchObject({ code: "SQLITE_CONSTRAINT" });
     expect(await keys()).toEqual([{ request_id: "k-old" }]);
+  });
+
+  it("keeps the event loop free while a create waits for the lock: reads and timers go on, the create fails busy after busy_timeout", { timeout: 20_000 }, async () => {
+    const { store, dbPath } = await openStore();
+    const kept = await store.create(pet("kept"));
+    const side = await sideConnection(dbPath);
+    await side.exec("BEGIN EXCLUSIVE"); // held past the writer's busy_timeout (5 s)
+    try {
+      const order: string[] = [];
+      const create = store.create(pet("locked out")).then(
+        () => order.push("create stored"),
+        (err: unknown) => order.push(`create refused: ${(err as { fault?: string }).fault}`),
+      );
+      // The writer thread waits for the lock; this thread answers meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      order.push("timer");
+      expect(await store.list({ limit: 10 })).toEqual([kept]);
+      order.push("read");
+      await create;
+      expect(order).toEqual(["timer", "read", "create refused: busy"]);
+    } finally {
+      await side.exec("ROLLBACK");
+      await side.close();
+    }
   });
 
   it("counts creates per commit in pet_service_sqlite_writes_per_commit", async () => {

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../../pet-service/idempotency.ts";
 import { createPageTokens } from "../../../../../pet-service/page-token.ts";
-import { openDatabase, closeDatabase, exec, all } from "../../../../../pet-service/store/sqlite/calls.ts";
+import { openSqlite } from "../../../../../lib/sqlite.ts";
 import { migrateSqlite, SQLITE_MIGRATIONS } from "../../../../../pet-service/store/sqlite/migrations.ts";
 import { SqlitePetStore } from "../../../../../pet-service/store/sqlite/store.ts";
 import { sideConnection, testDbPath } from "../../../../../testkit/pet-service.ts";
@@ -28,18 +28,17 @@ async function open(file: string): Promise<SqlitePetStore> {
 
 /** A database as the release before versioned migrations made and used it: pets, a live key, its secret. */
 async function preMigrationDatabase(file: string): Promise<{ secret: Buffer; now: number }> {
-  const db = await openDatabase(file);
+  const db = openSqlite(file);
   const now = Date.now();
-  await exec(db, PRE_MIGRATION_SCHEMA);
-  await exec(
-    db,
+  db.exec(PRE_MIGRATION_SCHEMA);
+  db.exec(
     `INSERT INTO pets (name, category_id, status) VALUES ('Rex', 9223372036854775807, 'sold'), ('Tom', 2, 'available'), ('Max', 3, 'pending');
      INSERT INTO idempotency_keys (request_id, request_hash, pet_id, created_at)
        VALUES ('key_1:order-42', '${requestHash({ name: "Tom", categoryId: 2n, status: "available" })}', 2, ${now});`,
   );
-  const [row] = await all<{ value: Buffer }>(db, "SELECT value FROM secrets WHERE name = 'page_token'");
-  await closeDatabase(db);
-  return { secret: row!.value, now };
+  const row = db.prepare("SELECT value FROM secrets WHERE name = 'page_token'").get() as { value: Uint8Array };
+  db.close();
+  return { secret: Buffer.from(row.value), now };
 }
 
 describe("SQLite versioned migrations", () => {
@@ -88,11 +87,11 @@ describe("SQLite versioned migrations", () => {
     const file = await newFile();
     await (await open(file)).close();
     const next = { version: 2, name: "pets.nickname", sql: "ALTER TABLE pets ADD COLUMN nickname TEXT" };
-    const db = await openDatabase(file);
-    cleanups.push(() => closeDatabase(db));
+    const db = openSqlite(file);
+    cleanups.push(async () => db.close());
     expect(await migrateSqlite(db, [...SQLITE_MIGRATIONS, next])).toEqual({ version: 2, applied: [2], baselined: false });
     expect(await migrateSqlite(db, [...SQLITE_MIGRATIONS, next])).toEqual({ version: 2, applied: [], baselined: false });
-    expect((await all<{ version: number }>(db, "SELECT version FROM schema_migrations ORDER BY version")).map((r) => r.version)).toEqual([1, 2]);
+    expect((db.prepare("SELECT version FROM schema_migrations ORDER BY version").all() as { version: number }[]).map((r) => r.version)).toEqual([1, 2]);
   });
 
   it("refuses a database newer than the code, and a pets table it did not make, changing nothing", async () => {

@@ -2,7 +2,7 @@
  * `npm run bench:limiter-latency`: how long the limiter's one Redis round trip takes as a gateway
  * sees it — from the decision sent to its reply handled, event-loop delays included, which is what
  * REDIS_COMMAND_TIMEOUT_MS is compared with — under load. Its default was chosen from these figures
- * (README, Reliability).
+ * (docs/performance.md, "The limiter's Redis round trip under load").
  *
  * Two gateway processes (LOG_LEVEL=info, as production logs) on one private redis-server and one
  * pet service (SQLite, 20 pets), each with a command timeout far above anything measured, so the

@@ -32,8 +32,9 @@ restoreFastStringPrototype();
 
 /**
  * The gateway's REDIS_COMMAND_TIMEOUT_MS unless set: twice the largest limiter round trip a
- * gateway saw under load on a busy 2-core machine (bench/limiter-latency.ts; README,
- * Configuration, gives the figures), so that a burst does not make a healthy Redis look slow.
+ * gateway saw under load on a busy 2-core machine (bench/limiter-latency.ts; docs/performance.md,
+ * "The limiter's Redis round trip under load", gives the figures), so that a burst does not make a
+ * healthy Redis look slow.
  */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 2000;
 

@@ -20,7 +20,8 @@
  * admitted through this replica counts against its share, and the window's count in each reply,
  * less those, is what the others admitted, which comes off the limit too: own + others ≤ limit.
  * So the replicas stay within the limit unless one admitted through Redis beyond its share after
- * another last heard of the key (the worst case is that excess; README, Reliability). A share
+ * another last heard of the key (the worst case is that excess; docs/reliability.md, "What never
+ * over-admitting covers"). A share
  * of 0 (a limit smaller than the number of replicas), or a replica count not yet known, admits
  * nothing: the decision is "unavailable" (503 with Retry-After), not a 429 the client earned.
  *
@@ -51,8 +52,8 @@
  * (FoldNotRunError) is kept for the next try; one whose reply was lost (a timeout) may have run,
  * so it is dropped with a warning, and Redis may then miss those requests. A request whose
  * decision was lost with the connection and which memory then admitted is folded: had the script
- * run, Redis counts it twice (erring toward refusing). README (Reliability) says what all this does
- * and does not cover.
+ * run, Redis counts it twice (erring toward refusing). docs/reliability.md ("Redis slow is not Redis
+ * down", "What never over-admitting covers") says what all this does and does not cover.
  */
 import type { Counter, Gauge, Histogram } from "prom-client";
 import type { Logger } from "../../lib/logger.ts";

@@ -34,8 +34,8 @@ export interface BatchedDestination extends DestinationStream {
  * A destination written asynchronously and in batches: a line waits until 4 KiB are pending or
  * 10 ms have passed, so one write through libuv's thread pool carries many. With pino's default
  * (an asynchronous write per line whenever none is in flight) the pet service's ListPets handler
- * took 155 CPU-µs per call, with this 124, logging nothing 125 (npm run bench:handler; README,
- * Performance notes). The 10 ms timer runs only while lines wait: sonic-boom's own
+ * took 155 CPU-µs per call, with this 124, logging nothing 125 (npm run bench:handler;
+ * docs/performance.md, "The log destination"). The 10 ms timer runs only while lines wait: sonic-boom's own
  * `periodicFlush` writes on an interval whether anything is pending or not, an empty write through
  * the thread pool every 10 ms, which kept an idle process at about 2 % of a core.
  *

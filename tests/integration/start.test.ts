@@ -74,10 +74,10 @@ it("starts both processes, prints a working curl line and the docs URL, and stop
   expect(res.status).toBe(200);
   expect(await res.json()).toEqual([]);
 
-  // Both processes run on the project's runtime (Node >= 24), whatever node the machine has: each
+  // Both processes run on the project's runtime (Node >= 26), whatever node the machine has: each
   // says which in its own metrics, and npm start prints the same version.
   const printed = /Node: +v(\d+)\.(\d+)\.(\d+)/.exec(stdout);
-  expect(Number(printed?.[1])).toBeGreaterThanOrEqual(24);
+  expect(Number(printed?.[1])).toBeGreaterThanOrEqual(26);
   for (const metrics of [`http://127.0.0.1:${gatewayPort}/metrics`, `http://127.0.0.1:${petMetricsPort}/metrics`]) {
     const samples = parseExposition(await (await fetch(metrics)).text()).filter((s) => s.name === "nodejs_version_info");
     expect(samples.map((s) => s.labels.version)).toEqual([`v${printed![1]}.${printed![2]}.${printed![3]}`]);

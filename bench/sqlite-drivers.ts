@@ -7,7 +7,7 @@ import { log, ROOT } from "./processes.ts";
 import { fmt, median } from "../testkit/stats.ts";
 
 /**
- * `npm run bench`'s SQLite driver comparison (README, Performance: the SQLite driver): the pet
+ * `npm run bench`'s SQLite driver comparison (docs/performance.md, "The SQLite driver"): the pet
  * store's statements through node:sqlite (the driver the store uses) and better-sqlite3, side by
  * side, each in a process of its own (bench/sqlite-driver-run.ts), in alternating rounds.
  *

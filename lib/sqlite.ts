@@ -2,10 +2,10 @@ import { DatabaseSync } from "node:sqlite";
 
 /**
  * Every SQLite file of ours (the pet store; the key registry) through Node's built-in driver,
- * node:sqlite: maintained with Node itself, nothing to compile at install (README, Performance:
- * the driver was chosen against better-sqlite3 by measurement). It is synchronous: a statement
- * runs on the calling thread, so what may wait for a disk (a COMMIT's fsync, a lock) runs in a
- * worker thread (worker-calls.ts), and only short reads on a service's main thread.
+ * node:sqlite: maintained with Node itself, nothing to compile at install (chosen against
+ * better-sqlite3 by measurement: docs/performance.md, "The SQLite driver"). It is synchronous: a
+ * statement runs on the calling thread, so what may wait for a disk (a COMMIT's fsync, a lock)
+ * runs in a worker thread (worker-calls.ts), and only short reads on a service's main thread.
  */
 
 /** Waits this long for another connection's lock (a backup, an operator's shell) instead of failing at once. */

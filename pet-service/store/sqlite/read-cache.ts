@@ -9,8 +9,9 @@ const MAX_RESULTS = 256;
  * whenever another connection (the writer thread, another process) commits to the file: a held
  * result is exactly what running the statement again would return, so reads stay as fresh as
  * before (an acknowledged create shows in every read that follows). The check costs a few µs;
- * the ListPets(20) statement it spares tens (README, Performance: the SQLite driver). Pages asked
- * again and again (the first page of ListPets above all) between writes are read once.
+ * the ListPets(20) statement it spares tens (docs/performance.md, "The pet service's read
+ * path"). Pages asked again and again (the first page of ListPets above all) between writes are
+ * read once.
  *
  * Callers share a held result: they must not change it.
  */

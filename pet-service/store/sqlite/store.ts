@@ -34,7 +34,7 @@ const READS = Object.keys(SQLITE_STATEMENTS) as ReadKey[];
 /**
  * A row of COLUMNS as a Pet. Rows as arrays, turned into objects of one shape here: node:sqlite's
  * row objects (null prototype, a property per column) cost twice as much to make and to read,
- * ListPets(20) 21 vs 11 µs in a loop (README, Performance: the SQLite driver).
+ * ListPets(20) 21 vs 11 µs in a loop (docs/performance.md, "The pet service's read path").
  */
 const petOfColumns = ([id, name, categoryId, status]: unknown[]): Pet => ({
   id: id as bigint,
@@ -73,7 +73,7 @@ interface SqliteParts {
  * acknowledged only after the COMMIT that made it durable, and no statement, lock wait or fsync
  * of a write ever blocks the event loop. A read is one short statement on the main thread (WAL:
  * it never waits for the writer): a ListPets(20) costs tens of µs there, where a hop to a thread
- * and back cost more than the read itself (README, Performance: the SQLite driver).
+ * and back cost more than the read itself (docs/performance.md, "The pet service's read path").
  *
  * The reader sees committed (hence durable) data only: under WAL a reader never sees another
  * connection's open transaction, so list/get never show a pet whose commit may still fail.

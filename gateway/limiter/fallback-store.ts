@@ -52,8 +52,8 @@
  * (FoldNotRunError) is kept for the next try; one whose reply was lost (a timeout) may have run,
  * so it is dropped with a warning, and Redis may then miss those requests. A request whose
  * decision was lost with the connection and which memory then admitted is folded: had the script
- * run, Redis counts it twice (erring toward refusing). docs/reliability.md ("Redis slow is not Redis
- * down", "What never over-admitting covers") says what all this does and does not cover.
+ * run, Redis counts it twice (erring toward refusing). docs/reliability.md ("Redis slow is not
+ * Redis down", "What never over-admitting covers") says what all this does and does not cover.
  */
 import type { Counter, Gauge, Histogram } from "prom-client";
 import type { Logger } from "../../lib/logger.ts";

@@ -1,0 +1,95 @@
+/**
+ * The key registry: one interface, two stores (registry/sqlite/ by default, registry/postgres/ for
+ * several key-service replicas on one database), held to the same behaviour by one conformance
+ * suite (tests/unit/keys/registry/conformance.ts). The store only persists; what a change means
+ * (validation, signing, which event) is keys/operations' business.
+ *
+ * Every write appends its event in the same transaction as the change it describes, with the
+ * next `seq`: no gaps, and rows become visible in seq order (on PostgreSQL a one-row counter
+ * updated in the transaction serialises writers), so a follower reading `after=n` never misses
+ * a row below a seq it has seen.
+ */
+import type { EventType, KeyEvent, KeyRecord, KeyState, Page } from "../../lib/key-record.ts";
+import type { PlanName } from "../../lib/api-key-format.ts";
+
+/** An event before the store numbers it. */
+export interface NewEvent {
+  at: number;
+  actor: string;
+  type: EventType;
+  keyId: string | null;
+  changes: Record<string, unknown>;
+}
+
+export interface KeyFilter {
+  ownerId?: string;
+  plan?: PlanName;
+  /** Judged at `now` (expired keys are those whose expiresAt has passed). */
+  state?: KeyState;
+  now: number;
+}
+
+/** A remembered answer to a create with an Idempotency-Key (per admin token, 24 h). */
+export interface IdempotentResult {
+  /** SHA-256 of the request body: the same key with another body is a 422. */
+  requestHash: string;
+  status: number;
+  /** The answer's JSON body, token included: stored encrypted is not needed, the row expires in 24 h. */
+  body: string;
+}
+
+export interface IdempotencyClaim {
+  tokenId: string;
+  key: string;
+  expiresAt: number;
+  result: IdempotentResult;
+}
+
+export interface AdminTokenRecord {
+  id: string;
+  name: string;
+  scopes: string[];
+  /** SHA-256 (hex) of the token; the token itself is never stored. */
+  hash: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export interface KeyRegistry {
+  /** Creates the key (its id must be new) with its event. With `idempotency`, records the answer in the same transaction. */
+  createKey(record: KeyRecord, event: NewEvent, idempotency?: IdempotencyClaim): Promise<KeyEvent>;
+  /** Replaces the key's stored record with `record` (same id) and appends the event. */
+  updateKey(record: KeyRecord, event: NewEvent): Promise<KeyEvent>;
+  getKey(id: string): Promise<KeyRecord | undefined>;
+  /** Oldest first (by createdAt, then id); `cursor` is opaque, from the previous page. */
+  listKeys(filter: KeyFilter, limit: number, cursor?: string): Promise<Page<KeyRecord>>;
+  /** Records last use; not an event (gateways report it; it changes every request). */
+  touchLastUsed(id: string, at: number): Promise<void>;
+
+  /** The remembered answer, unless it expired. */
+  findIdempotent(tokenId: string, key: string, now: number): Promise<IdempotentResult | undefined>;
+
+  /** Events with seq > after, oldest first, at most `limit`. */
+  events(after: number, limit: number): Promise<KeyEvent[]>;
+  /** The highest seq written (0 when none). */
+  lastSeq(): Promise<number>;
+  /** Appends an event that changes no key record (key.banned, usage.threshold). */
+  appendEvent(event: NewEvent): Promise<KeyEvent>;
+
+  createAdminToken(token: AdminTokenRecord, event: NewEvent): Promise<KeyEvent>;
+  revokeAdminToken(id: string, at: number, event: NewEvent): Promise<KeyEvent | undefined>;
+  findAdminTokenByHash(hash: string): Promise<AdminTokenRecord | undefined>;
+  listAdminTokens(): Promise<AdminTokenRecord[]>;
+
+  /** Whether the database answers (for /readyz). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A write that lost to a unique constraint (a key id or an admin token name taken). */
+export class RegistryConflictError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RegistryConflictError";
+  }
+}

@@ -4,9 +4,9 @@ import { integer, parseEnv, port } from "../lib/config.ts";
 import { defaultKeysDir } from "../lib/keys-dir.ts";
 import { redisUrl } from "../lib/redis-client.ts";
 import { batchFitsQueue, OTEL_ENV } from "../lib/tracing/config.ts";
+import { isOtherUrl, isPostgresUrl } from "../pet-service/store/pets-db-url.ts";
 import { ADMIN_TOKEN_PATTERN } from "./admin-tokens/tokens.ts";
 
-const isPostgresUrl = (v: string) => /^postgres(ql)?:\/\//i.test(v);
 
 /** The key service's variables (exported so deploy/ manifests can be checked against it). */
 export const KEY_SERVICE_ENV = z
@@ -14,7 +14,7 @@ export const KEY_SERVICE_ENV = z
     /** The registry: a SQLite file (created on first start; one replica) or postgres://… (any number of replicas). */
     KEYS_DB: z
       .string()
-      .refine((v) => isPostgresUrl(v) || !/^[a-z][a-z0-9+.-]*:\/\//i.test(v), "must be a SQLite file path or a postgres:// (postgresql://) URL")
+      .refine((v) => !isOtherUrl(v), "must be a SQLite file path or a postgres:// (postgresql://) URL")
       .default("data/keys.sqlite"),
     /** The signing key pairs; the service creates one at first start when none exists. */
     KEYS_DIR: z.string().default(defaultKeysDir),

@@ -82,7 +82,7 @@ export async function startFeedFollower(deps: FollowerDeps): Promise<FeedFollowe
   return {
     head: () => head,
     waitAfter(after, ms, signal) {
-      if (head > after || ms <= 0 || signal?.aborted) return Promise.resolve();
+      if (closed || head > after || ms <= 0 || signal?.aborted) return Promise.resolve();
       return new Promise<void>((resolve) => {
         const waiter = {
           after,

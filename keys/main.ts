@@ -1,4 +1,3 @@
-import type { AddressInfo } from "node:net";
 import { ConfigError, runMain } from "../lib/config.ts";
 import { systemClock } from "../lib/clock.ts";
 import { messageOf } from "../lib/error-message.ts";

@@ -50,7 +50,7 @@ export async function createKeyService(deps: KeyServiceDeps): Promise<KeyService
   const bootstrap = await ensureBootstrapToken(registry, { configured: deps.adminToken, file: deps.adminTokenFile, clock });
   const metrics = deps.metrics ?? createKeyServiceMetrics();
   const feed = await startFeed({ registry, logger, keysDir: deps.keysDir, redisUrl: deps.redisUrl });
-  metrics.eventsHead.collect = () => metrics.eventsHead.set(feed.follower.head());
+  metrics.followEvents(() => feed.follower.head());
   const operations = createKeyOperations({ registry, keysDir: deps.keysDir, clock });
   let stopping = false;
   const readiness = async (): Promise<string[]> => {

@@ -20,7 +20,7 @@ export function accessLog(deps: { metrics: KeyServiceMetrics; logger: Logger }):
       const status = res.writableFinished ? res.statusCode : NOT_COMPLETED;
       const labels = { route, method: req.method, status: String(status) };
       deps.metrics.httpRequests.inc(labels);
-      deps.metrics.httpDuration.observe(labels, seconds);
+      deps.metrics.httpDuration.labels(labels).observe(seconds);
       deps.logger.info(
         {
           requestId: res.locals.requestId,

@@ -10,7 +10,7 @@ import type { Route } from "./route.ts";
 /** The longest a long poll is held (seconds): under common proxies' 60 s idle timeouts. */
 export const MAX_WAIT_SECONDS = 30;
 
-const eventsQuery = z.object({
+const eventsQuery = z.strictObject({
   after: z
     .string()
     .regex(/^[0-9]{1,15}$/, "must be a sequence number (an integer ≥ 0)")

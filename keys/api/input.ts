@@ -15,7 +15,7 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
   for (const issue of result.error.issues) {
     const keys = issue.code === "unrecognized_keys" ? issue.keys.map((k) => [...issue.path, k]) : [issue.path];
     for (const path of keys) {
-      const field = `${prefix}${path.map(String).join(".")}` || (where === "body" ? "body" : where);
+      const field = path.length === 0 ? where : `${prefix}${path.map(String).join(".")}`;
       if (seen.has(field)) continue;
       seen.add(field);
       details.push({ field, message: issue.code === "unrecognized_keys" ? "is not a known field" : issue.message });

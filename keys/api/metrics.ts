@@ -6,14 +6,16 @@ export interface KeyServiceMetrics {
   registry: Registry;
   httpRequests: Counter<"route" | "method" | "status">;
   httpDuration: Histogram<"route" | "method" | "status">;
-  /** The highest seq of the events table this replica has seen. */
+  /** The highest seq of the events table this replica has seen; read at each scrape from what followEvents names. */
   eventsHead: Gauge;
+  followEvents(head: () => number): void;
   /** Long polls of GET /v1/events waiting now. */
   longPolls: Gauge;
 }
 
 export function createKeyServiceMetrics(opts: { defaultMetrics?: boolean } = {}): KeyServiceMetrics {
   const m = createMetricsRegistry(opts);
+  let head = () => 0;
   return {
     registry: m.registry,
     httpRequests: m.counter({
@@ -26,7 +28,14 @@ export function createKeyServiceMetrics(opts: { defaultMetrics?: boolean } = {})
       help: "Admin API latency by route template, method and status (long polls included: they last up to their wait).",
       labelNames: ["route", "method", "status"],
     }),
-    eventsHead: m.gauge({ name: "keys_events_head_seq", help: "The highest seq of the events table this replica has read." }),
+    eventsHead: m.gauge({
+      name: "keys_events_head_seq",
+      help: "The highest seq of the events table this replica has read.",
+      collect() {
+        this.set(head());
+      },
+    }),
+    followEvents: (source) => void (head = source),
     longPolls: m.gauge({ name: "keys_events_long_polls", help: "GET /v1/events long polls waiting now." }),
   };
 }

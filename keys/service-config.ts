@@ -37,7 +37,7 @@ export const KEY_SERVICE_ENV = z
 export type KeyServiceConfig = Readonly<z.infer<typeof KEY_SERVICE_ENV>>;
 
 /** Parsed once at start; a bad value throws a ConfigError naming the variable. */
-export const loadKeyServiceConfig = (env: NodeJS.ProcessEnv = process.env): KeyServiceConfig => parseEnv(KEY_SERVICE_ENV, env);
+export const loadKeyServiceConfig = (env: NodeJS.ProcessEnv = process.env): KeyServiceConfig => parseEnv(KEY_SERVICE_ENV, env, { secrets: ["KEYS_ADMIN_TOKEN"] });
 
 /** Where a generated admin token is saved: beside the SQLite registry, or data/ with PostgreSQL. */
 export const adminTokenFile = (keysDb: string): string => path.join(isPostgresUrl(keysDb) ? "data" : path.dirname(keysDb), "admin-token");

@@ -231,7 +231,7 @@ it("in a terminal, shows readable log lines (time, level, process, message) inst
   expect(await exited).toBe(0);
   const lines = output.replace(/\x1b\[[0-9;]*m/g, "").split(/\r?\n/);
   for (const [process_, message] of [
-    ["key-service", "key-service listening"],
+    ["key-service", "key service listening"],
     ["gateway", "gateway listening"],
     ["pet-service", "pet-service listening"],
     ["gateway", "gateway stopped"],

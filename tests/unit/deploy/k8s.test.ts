@@ -73,7 +73,7 @@ describe("the Kubernetes checks catch mistakes", () => {
     ["the gateway's token as plain text", (m) => void (gw(m).container.env = gw(m).container.env!.map((e) => (e.name === "KEYS_SERVICE_TOKEN" ? { name: e.name, value: "pskadm_x" } : e))), /gateway KEYS_SERVICE_TOKEN must come from a Secret/],
     ["an autoscaled key service", (m) => void m.objects.push({ ...structuredClone(find(m, "HorizontalPodAutoscaler", "gateway")!), metadata: { name: "key-service" }, spec: { ...structuredClone(find(m, "HorizontalPodAutoscaler", "gateway")!.spec), scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "key-service" } } }), /key-service: 1 HPAs/],
     ["two key-service replicas on one SQLite file", (m) => void (keys(m).deployment.spec!.replicas = 2), /key-service Deployment replicas 2 \(want 1/],
-    ["a private key in a Secret", (m) => void (find(m, "Secret", "gateway-keys")!.stringData!["x.pem"] = "-----BEGIN PRIVATE KEY-----"), /key material/],
+    ["a private key in a Secret", (m) => void (find(m, "Secret", "key-service-signing-keys")!.stringData!["x.pem"] = "-----BEGIN PRIVATE KEY-----"), /key material/],
     ["a REDIS_URL set as plain text", (m) => void (gw(m).container.env = [{ name: "REDIS_URL", value: "redis://r:6379" }]), /gateway REDIS_URL must come from a Secret/],
     ["an Ingress exposing /metrics", (m) => void find(m, "Ingress", "gateway")!.spec!.rules![0]!.http!.paths.push({ path: "/metrics", pathType: "Prefix", backend: { service: { name: "gateway", port: { name: "http" } } } }), /exposes \/metrics/],
     ["a namespace", (m) => void (m.objects[0]!.metadata.namespace = "prod"), /sets a namespace/],

@@ -62,7 +62,8 @@ function save(file: string, secret: string): void {
 
 /**
  * The gateway's token: the one saved in `file` while the key service accepts it for the change
- * feed, else a new admin token named `gateway` with scope `gateway`, saved there (0600).
+ * feed, else a new admin token with scope `gateway`, named `gateway` (`gateway-<time>` when that
+ * name is taken), saved there (0600).
  */
 export async function gatewayToken(api: AdminApi, file: string): Promise<string> {
   const saved = readSaved(file);
@@ -72,7 +73,9 @@ export async function gatewayToken(api: AdminApi, file: string): Promise<string>
     // Revoked, or made by another registry: replaced below. Anything else is the key service's trouble.
     if (feed.status !== 401 && feed.status !== 403) throw refused("GET", "/v1/events", feed);
   }
-  const made = await call(api, "POST", "/v1/admin-tokens", { body: { name: "gateway", scopes: ["gateway"] } });
+  let made = await call(api, "POST", "/v1/admin-tokens", { body: { name: "gateway", scopes: ["gateway"] } });
+  // Names stay taken by revoked tokens: a replacement gets a name of its own.
+  if (made.status === 409) made = await call(api, "POST", "/v1/admin-tokens", { body: { name: `gateway-${Date.now()}`, scopes: ["gateway"] } });
   if (made.status !== 201 || typeof made.body.token !== "string") throw refused("POST", "/v1/admin-tokens", made);
   save(file, made.body.token);
   return made.body.token;

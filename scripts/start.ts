@@ -6,7 +6,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { DOCS_PATH } from "../gateway/ops/docs.ts";
+import { DOCS_PATH } from "../lib/http/docs.ts";
+import { adminTokenFile as keyServiceAdminTokenFile } from "../keys/service-config.ts";
 import { isPostgresUrl } from "../pet-service/store/pets-db-url.ts";
 import { ignoreStderrErrors, stderrLine } from "../lib/stderr-line.ts";
 import { demoKey, gatewayToken, type AdminApi } from "./start-keys.ts";
@@ -21,14 +22,13 @@ const keysDialHost = keysHost === "0.0.0.0" || keysHost === "::" ? "127.0.0.1" :
 const keysUrl = `http://${keysDialHost}:${keysPort}`;
 // The gateway finds the pet service wherever this run put it.
 env.PET_SERVICE_ADDR ||= `127.0.0.1:${env.PET_SERVICE_PORT || 50051}`;
-// Local state lives beside the SQLite databases (data/ by default), which git ignores; with a
+// The demo key lives beside the SQLite database (data/ by default), which git ignores; with a
 // PostgreSQL URL in data/ (the URL's dirname made a "postgres:/user:password@host" directory).
-const stateDir = (db: string) => (isPostgresUrl(db) ? "data" : path.dirname(db));
-const demoKeyFile = path.join(stateDir(env.PETS_DB || "data/pets.sqlite"), "demo-key");
-// The key service writes its generated admin token there (DESIGN, Key service); the gateway's goes beside it.
-const keysStateDir = stateDir(env.KEYS_DB || "data/keys.sqlite");
-const adminTokenFile = path.join(keysStateDir, "admin-token");
-const gatewayTokenFile = path.join(keysStateDir, "gateway-token");
+const petsDb = env.PETS_DB || "data/pets.sqlite";
+const demoKeyFile = path.join(isPostgresUrl(petsDb) ? "data" : path.dirname(petsDb), "demo-key");
+// Where the key service writes the admin token it generates; the gateway's goes beside it.
+const adminTokenFile = keyServiceAdminTokenFile(env.KEYS_DB || "data/keys.sqlite");
+const gatewayTokenFile = path.join(path.dirname(adminTokenFile), "gateway-token");
 
 // Ctrl-C at any moment, even while the processes start or the tokens are made, stops cleanly.
 const children: ChildProcess[] = [];

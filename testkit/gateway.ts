@@ -81,7 +81,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     clock: opts.clock ?? Date.now,
     logger,
     metrics,
-    revocationPollMs: 100,
     ...(opts.limiter ? { limiter: typeof opts.limiter === "function" ? opts.limiter(metrics) : opts.limiter } : {}),
     ...(opts.overrides ? { overrides: opts.overrides } : {}),
   });

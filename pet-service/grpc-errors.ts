@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { IDEMPOTENCY_KEY_REUSED, PETSTORE_ERROR_DOMAIN, STORAGE_UNAVAILABLE, statusDetailsMetadata, type FieldViolation } from "../lib/grpc-status-details.ts";
-import type { StorageFault } from "./store/pet-store.ts";
+import type { StorageFault } from "../lib/storage-faults.ts";
 
 /**
  * The errors the pet service answers with. INVALID_ARGUMENT carries google.rpc.Status with a

@@ -1,5 +1,6 @@
 import type { Logger } from "../lib/logger.ts";
-import { StorageUnavailableError, type PetStore } from "./store/pet-store.ts";
+import { StorageUnavailableError } from "../lib/storage-faults.ts";
+import type { PetStore } from "./store/pet-store.ts";
 
 /**
  * The pet service's health follows its database. While the database cannot be reached:

@@ -1,4 +1,4 @@
-import type { SchemaReport } from "./migrations.ts";
+import type { SchemaReport } from "../../lib/migrations.ts";
 
 /**
  * The pet service's storage contract and its domain types. int64 values are bigints so ids and
@@ -56,31 +56,6 @@ export type CreateOnceResult =
   | { outcome: "replayed"; pet: Pet }
   /** The live key was first used for a request with another fingerprint: nothing stored. */
   | { outcome: "key_reused" };
-
-/**
- * Why the storage cannot serve an operation now. Each is a fault of the storage, not of the
- * request or of our code, and may clear by itself or by an operator's hand: retrying later helps.
- */
-export const STORAGE_FAULTS = ["disk_full", "read_only", "io_error", "busy", "unreachable"] as const;
-export type StorageFault = (typeof STORAGE_FAULTS)[number];
-
-/**
- * Thrown by a store (any store: SQLite, PostgreSQL) when its storage cannot serve the operation
- * now: the disk is full, the file system read-only or failing, the database locked beyond the
- * wait or unreachable. The pet service answers UNAVAILABLE (the gateway 503 with Retry-After)
- * and counts it by fault; anything else a store throws is a bug (INTERNAL). A write that fails
- * this way stored nothing, and the store serves again once the fault clears.
- */
-export class StorageUnavailableError extends Error {
-  override name = "StorageUnavailableError";
-
-  readonly fault: StorageFault;
-
-  constructor(fault: StorageFault, options?: ErrorOptions) {
-    super(`storage unavailable (${fault})`, options);
-    this.fault = fault;
-  }
-}
 
 /** Every method may reject with StorageUnavailableError (see above). */
 export interface PetStore {

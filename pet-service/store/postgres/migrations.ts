@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { applyPending, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "../migrations.ts";
+import { applyPending, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "../../../lib/migrations.ts";
 
 /**
  * The PostgreSQL schema, version by version (never edit a released one: add the next).

@@ -4,9 +4,9 @@ import { latencySeries, type LatencySeries } from "../../../lib/openmetrics.ts";
 import { endQuerySpan, PET_QUERIES, querySpan } from "../query-span.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import type { PetServiceMetrics, PostgresQuery } from "../../metrics.ts";
-import type { SchemaReport } from "../migrations.ts";
+import type { SchemaReport } from "../../../lib/migrations.ts";
 import { migratePostgres } from "./migrations.ts";
-import { asStoreError } from "./faults.ts";
+import { asStoreError } from "../../../lib/postgres-faults.ts";
 import { EXPIRED_KEYS_PER_CREATE } from "../sqlite/idempotency.ts";
 import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, type NewPet, type Pet, type PetRow, type PetStore } from "../pet-store.ts";
 
@@ -125,7 +125,7 @@ export interface PostgresPetStoreOptions {
  * Pets in a PostgreSQL database shared by any number of pet-service replicas: ids from the
  * database's sequence, idempotency keys unique in the database, and a create acknowledged only
  * after its COMMIT (synchronous_commit, the server's default), so it survives the replica.
- * Storage faults reject with StorageUnavailableError (postgres-faults.ts).
+ * Storage faults reject with StorageUnavailableError (lib/postgres-faults.ts).
  */
 export class PostgresPetStore implements PetStore {
   private closing: Promise<void> | undefined;

@@ -1,6 +1,6 @@
 import type { DatabaseSync } from "node:sqlite";
 import { withResultCode } from "../../../lib/sqlite.ts";
-import { pendingMigrations, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "../migrations.ts";
+import { pendingMigrations, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "../../../lib/migrations.ts";
 
 /**
  * The SQLite schema, version by version. Version 1 is the schema that databases made before

@@ -6,10 +6,10 @@ import { openDurableWriter } from "../../../lib/sqlite.ts";
 import { WorkerCalls } from "../../../lib/worker-calls.ts";
 import type { PetServiceMetrics, SqliteQuery } from "../../metrics.ts";
 import type { CreateOnceResult, IdempotencyKey, ListQuery, NewPet, Pet, PetStatus, PetStore } from "../pet-store.ts";
-import type { SchemaReport } from "../migrations.ts";
+import type { SchemaReport } from "../../../lib/migrations.ts";
 import { endQuerySpan, PET_QUERIES, querySpan } from "../query-span.ts";
 import type { BatchResult, WriteRequest } from "./commit-batch.ts";
-import { toStorageError } from "./faults.ts";
+import { toStorageError } from "../../../lib/sqlite-faults.ts";
 import { GroupCommit, type CommitStats } from "./group-commit.ts";
 import { migrateSqlite } from "./migrations.ts";
 import { ReadCache } from "./read-cache.ts";
@@ -79,7 +79,7 @@ interface SqliteParts {
  * connection's open transaction, so list/get never show a pet whose commit may still fail.
  *
  * Storage faults (disk full, read-only or failing file system, lock timeout) reject with
- * StorageUnavailableError (faults.ts); a failed batch stored nothing, and the next batch tries
+ * StorageUnavailableError (lib/sqlite-faults.ts); a failed batch stored nothing, and the next batch tries
  * again, so writes resume by themselves once the fault clears. Reads go on while they can (a
  * full disk or a read-only file system does not stop them).
  */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IDEMPOTENCY_TTL_MS, requestHash } from "../../../../pet-service/idempotency.ts";
+import { StorageUnavailableError } from "../../../../lib/storage-faults.ts";
 import {
-  StorageUnavailableError,
   type IdempotencyKey,
   type NewPet,
   type Pet,

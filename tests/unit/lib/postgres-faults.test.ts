@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { StorageUnavailableError } from "../../../../../pet-service/store/pet-store.ts";
-import { asStoreError, postgresFaultOf } from "../../../../../pet-service/store/postgres/faults.ts";
+import { StorageUnavailableError } from "../../../lib/storage-faults.ts";
+import { asStoreError, postgresFaultOf } from "../../../lib/postgres-faults.ts";
 
 const withCode = (code: string, message = "x") => Object.assign(new Error(message), { code });
 

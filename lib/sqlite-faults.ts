@@ -1,7 +1,7 @@
 import { accessSync, closeSync, constants, openSync, rmSync } from "node:fs";
 import path from "node:path";
-import { withResultCode } from "../../../lib/sqlite.ts";
-import { StorageUnavailableError, type StorageFault } from "../pet-store.ts";
+import { withResultCode } from "./sqlite.ts";
+import { StorageUnavailableError, type StorageFault } from "./storage-faults.ts";
 
 /**
  * SQLite's primary result codes (by name: lib/sqlite.ts) that mean the storage cannot
@@ -34,7 +34,7 @@ export function toStorageError(err: unknown, databaseDir: string): unknown {
  * read-only state after an error (errors=remount-ro) it does not, so a file is created too.
  */
 function isReadOnlyFileSystem(dir: string): boolean {
-  const probe = path.join(dir, ".pet-store-write-probe");
+  const probe = path.join(dir, ".write-probe");
   try {
     accessSync(dir, constants.W_OK);
     closeSync(openSync(probe, "w"));

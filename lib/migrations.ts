@@ -41,7 +41,7 @@ export function pendingMigrations(all: readonly Migration[], current: number): M
   });
   const latest = all.length;
   if (current > latest) {
-    throw new Error(`the database schema is at version ${current}, newer than this pet service knows (${latest}): run a newer release`);
+    throw new Error(`the database schema is at version ${current}, newer than this release knows (${latest}): run a newer release`);
   }
   return all.slice(current);
 }

@@ -1,4 +1,4 @@
-import { StorageUnavailableError, type StorageFault } from "../pet-store.ts";
+import { StorageUnavailableError, type StorageFault } from "./storage-faults.ts";
 
 /** Socket errors of the connection to PostgreSQL: the server (or the way to it) is gone for now. */
 const NETWORK_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE"]);

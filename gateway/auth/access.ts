@@ -10,9 +10,8 @@ export type AccessDenial = { reason: "network" } | { reason: "scope"; scope: Sco
 
 export const requiredScope = (method: string): Scope => (method === "GET" || method === "HEAD" ? "pets:read" : "pets:write");
 
-/** Undefined when `entry` (undefined: a key the feed never mentioned, which may do anything) allows the request. */
-export function accessDenial(entry: KeyEntry | undefined, method: string, clientAddress: string | undefined): AccessDenial | undefined {
-  if (!entry) return undefined;
+/** Undefined when the key allows the request. */
+export function accessDenial(entry: KeyEntry, method: string, clientAddress: string | undefined): AccessDenial | undefined {
   if (entry.allowsAddress && !entry.allowsAddress(clientAddress ?? "")) return { reason: "network" };
   const scope = requiredScope(method);
   return entry.scopes.has(scope) ? undefined : { reason: "scope", scope };

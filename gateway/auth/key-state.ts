@@ -28,8 +28,13 @@ export interface KeyEntry {
 }
 
 export interface KeyStateView {
-  /** Undefined for a key the feed never mentioned (its token's claims then apply, with every scope). */
+  /** Undefined for a key the feed has not mentioned (yet). */
   get(keyId: string): KeyEntry | undefined;
+  /**
+   * The key's entry as soon as the feed brings it, or undefined after `timeoutMs`: for a key
+   * issued a moment ago whose creation event is still on its way (the only request that waits).
+   */
+  whenKnown(keyId: string, timeoutMs: number): Promise<KeyEntry | undefined>;
   /** Whether the feed was read to its head once: before that no request can be decided. */
   loaded(): boolean;
 }
@@ -98,9 +103,26 @@ export function changedEntry(entry: KeyEntry, changes: Record<string, unknown>):
 
 export function createKeyState(): KeyState {
   const keys = new Map<string, KeyEntry>();
+  const waiting = new Map<string, Set<(entry: KeyEntry) => void>>();
   let loaded = false;
   return {
     get: (keyId) => keys.get(keyId),
+    whenKnown(keyId, timeoutMs) {
+      const known = keys.get(keyId);
+      if (known) return Promise.resolve(known);
+      return new Promise((resolve) => {
+        const waiters = waiting.get(keyId) ?? new Set();
+        waiting.set(keyId, waiters);
+        const done = (entry: KeyEntry | undefined) => {
+          clearTimeout(timer);
+          waiters.delete(done);
+          if (waiters.size === 0 && waiting.get(keyId) === waiters) waiting.delete(keyId);
+          resolve(entry);
+        };
+        const timer = setTimeout(done, timeoutMs, undefined);
+        waiters.add(done);
+      });
+    },
     loaded: () => loaded,
     markLoaded: () => {
       loaded = true;
@@ -108,7 +130,9 @@ export function createKeyState(): KeyState {
     size: () => keys.size,
     apply(event) {
       if (!event.keyId || !event.type.startsWith("key.")) return;
-      keys.set(event.keyId, changedEntry(keys.get(event.keyId) ?? NO_KEY, event.changes ?? {}));
+      const entry = changedEntry(keys.get(event.keyId) ?? NO_KEY, event.changes ?? {});
+      keys.set(event.keyId, entry);
+      for (const wake of waiting.get(event.keyId) ?? []) wake(entry);
     },
   };
 }

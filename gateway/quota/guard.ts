@@ -29,6 +29,12 @@ const KEYS_NOT_LOADED = Object.assign(
   new ApiError("service_unavailable", "The gateway has not loaded the API keys' state from the key service yet; retry after the time in Retry-After."),
   { retryAfterSeconds: 1 },
 );
+/** A key issued a moment ago: how long its first request waits for the feed to bring it. */
+const NEW_KEY_WAIT_MS = 1_000;
+const KEY_NOT_KNOWN_YET = Object.assign(
+  new ApiError("service_unavailable", "This API key is not known to the gateway yet (it was issued a moment ago); retry after the time in Retry-After."),
+  { retryAfterSeconds: 1 },
+);
 const ADDRESS_NOT_ALLOWED = new ApiError("forbidden", "This API key may not be used from this client address (its allowed networks).");
 
 const INVALID_TOKEN_CHALLENGE = `Bearer realm="pet-store", error="invalid_token"`;
@@ -84,17 +90,26 @@ export function guard(deps: GuardDeps): RequestHandler {
     getOrCreate(decisions, `${plan} ${outcome}`, () => deps.metrics.limiterDecisions.labels({ plan, outcome })).inc();
 
   return async (req, res, next) => {
-    // Not loaded yet: counted per client address like a request without a key, then 503.
-    const loaded = deps.keys.loaded();
+    // Keys not loaded yet, or this one not known yet: counted per client address like a request
+    // without a key, then 503 (never a 401 for a key that may be valid).
+    let undecidable: ApiError | undefined = deps.keys.loaded() ? undefined : KEYS_NOT_LOADED;
     let apiKey: ApiKey | undefined;
     let authError: AuthError | undefined;
+    let entry: KeyEntry | undefined;
     try {
-      if (loaded) apiKey = deps.verifier.verify(parseBearer(req.headers.authorization));
+      if (!undecidable) apiKey = deps.verifier.verify(parseBearer(req.headers.authorization));
+      entry = apiKey && deps.keys.get(apiKey.keyId);
+      if (apiKey && !entry) {
+        // Signed by the key service but not in the feed yet: issued a moment ago. Its scopes,
+        // networks and plan are not known until its creation event arrives (within ~100 ms).
+        entry = await deps.keys.whenKnown(apiKey.keyId, NEW_KEY_WAIT_MS);
+        if (entry) apiKey = deps.verifier.verify(parseBearer(req.headers.authorization));
+        else [apiKey, undecidable] = [undefined, KEY_NOT_KNOWN_YET];
+      }
     } catch (err) {
       if (!(err instanceof AuthError)) throw err;
-      authError = err;
+      [apiKey, entry, authError] = [undefined, undefined, err];
     }
-    const entry = apiKey && deps.keys.get(apiKey.keyId);
     const span = childSpan(DECISION_SPAN, {});
     const pending = apiKey
       ? deps.limiter.hit(subjectForKey(apiKey.keyId), windowsOf(apiKey, entry), apiKey)
@@ -122,13 +137,13 @@ export function guard(deps: GuardDeps): RequestHandler {
       case "admitted":
         break;
     }
-    if (!loaded) throw KEYS_NOT_LOADED;
+    if (undecidable) throw undecidable;
     if (authError) {
       res.set("WWW-Authenticate", authError.reason === "missing" ? NO_TOKEN_CHALLENGE : INVALID_TOKEN_CHALLENGE);
       throw new ApiError("unauthorized", authError.message);
     }
     // Scopes and networks: after the quota (the request counted like any other), before the pet service.
-    const denial = accessDenial(entry, req.method, req.ip);
+    const denial = entry && accessDenial(entry, req.method, req.ip);
     if (denial?.reason === "network") throw ADDRESS_NOT_ALLOWED;
     if (denial?.reason === "scope") {
       res.set("WWW-Authenticate", insufficientScopeChallenge(denial.scope));

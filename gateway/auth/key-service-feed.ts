@@ -2,7 +2,7 @@
  * The gateway's side of the key service (DESIGN, Key service: Gateways): the JWKS, then every
  * event of GET /v1/events from the start to the head (the first full load: from then on the
  * gateway can decide requests), then a long poll (wait=25) forever. Errors retry with backoff
- * (100 ms doubling to 2 s) from the last event applied; whatever was loaded stays in force through
+ * (100 ms doubling to 2 s; to 500 ms before the first load) from the last event applied; whatever was loaded stays in force through
  * an outage. Nothing here is on a request's path.
  */
 import { setTimeout as sleep } from "node:timers/promises";
@@ -36,6 +36,8 @@ export interface KeyServiceFeed {
 const PAGE = 1000;
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 2_000;
+/** Before the first load every /v1 request gets 503: retry sooner, to serve soon after the key service answers. */
+const COLD_BACKOFF_MAX_MS = 500;
 
 class FeedHttpError extends Error {
   readonly status: number;
@@ -114,7 +116,7 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
         }
         lastError = message;
         await sleep(backoff, undefined, { signal: stop.signal }).catch(() => {});
-        backoff = Math.min(backoff * 2, BACKOFF_MAX_MS);
+        backoff = Math.min(backoff * 2, opts.state.loaded() ? BACKOFF_MAX_MS : COLD_BACKOFF_MAX_MS);
       }
     }
   };

@@ -56,12 +56,16 @@ export interface AdminTokenRecord {
 }
 
 export interface KeyRegistry {
-  /** Creates the key (its id must be new) with its event. With `idempotency`, records the answer in the same transaction. */
+  /**
+   * Creates the key (its id must be new) with its event. With `idempotency`, records the answer in
+   * the same transaction; a live claim of the same token and key makes it a RegistryConflictError
+   * (nothing written: the caller answers from findIdempotent). Expired claims are deleted here.
+   */
   createKey(record: KeyRecord, event: NewEvent, idempotency?: IdempotencyClaim): Promise<KeyEvent>;
   /** Replaces the key's stored record with `record` (same id) and appends the event. */
   updateKey(record: KeyRecord, event: NewEvent): Promise<KeyEvent>;
   getKey(id: string): Promise<KeyRecord | undefined>;
-  /** Oldest first (by createdAt, then id); `cursor` is opaque, from the previous page. */
+  /** Oldest first (by createdAt, then id); `cursor` is opaque, from the previous page (InvalidCursorError otherwise). */
   listKeys(filter: KeyFilter, limit: number, cursor?: string): Promise<Page<KeyRecord>>;
   /** Records last use; not an event (gateways report it; it changes every request). */
   touchLastUsed(id: string, at: number): Promise<void>;
@@ -77,6 +81,7 @@ export interface KeyRegistry {
   appendEvent(event: NewEvent): Promise<KeyEvent>;
 
   createAdminToken(token: AdminTokenRecord, event: NewEvent): Promise<KeyEvent>;
+  /** Sets revokedAt with the event; undefined (and no event) when there is no such token or it was revoked already. */
   revokeAdminToken(id: string, at: number, event: NewEvent): Promise<KeyEvent | undefined>;
   findAdminTokenByHash(hash: string): Promise<AdminTokenRecord | undefined>;
   listAdminTokens(): Promise<AdminTokenRecord[]>;
@@ -91,5 +96,13 @@ export class RegistryConflictError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "RegistryConflictError";
+  }
+}
+
+/** A listKeys cursor that no page of this registry gave. */
+export class InvalidCursorError extends Error {
+  constructor() {
+    super("not a cursor this list gave");
+    this.name = "InvalidCursorError";
   }
 }

@@ -1,6 +1,6 @@
 import type { DatabaseSync } from "node:sqlite";
-import { withResultCode } from "../../../lib/sqlite.ts";
-import { pendingMigrations, SCHEMA_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "../../../lib/migrations.ts";
+import type { Migration, SchemaReport } from "../../../lib/migrations.ts";
+import { migrateSqliteSchema } from "../../../lib/sqlite-migrations.ts";
 
 /**
  * The SQLite schema, version by version. Version 1 is the schema that databases made before
@@ -43,42 +43,18 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
 const PET_COLUMNS = ["id", "name", "category_id", "status"];
 
 /**
- * Brings the database to the latest version in one write transaction (BEGIN IMMEDIATE: a second
- * process opening the file waits for it). A database without `schema_migrations` but with a
- * `pets` table of ours was made before versioned migrations: it is baselined at version 1, its
- * rows, ids and page-token secret untouched. Throws when the file is newer than the code, or holds
- * a `pets` table that is not ours.
+ * Brings the database to the latest version (lib/sqlite-migrations.ts). A database without
+ * `schema_migrations` but with a `pets` table of ours was made before versioned migrations: it is
+ * baselined at version 1, its rows, ids and page-token secret untouched. Throws when the file is
+ * newer than the code, or holds a `pets` table that is not ours.
  */
 export function migrateSqlite(db: DatabaseSync, migrations = SQLITE_MIGRATIONS): SchemaReport {
-  try {
-    db.exec("BEGIN IMMEDIATE");
-    const tables = new Set(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all().map((t) => t.name));
-    const baselined = !tables.has(SCHEMA_MIGRATIONS_TABLE) && tables.has("pets");
-    if (baselined) {
-      const columns = db.prepare("SELECT name FROM pragma_table_info('pets') ORDER BY cid").all().map((c) => c.name);
-      if (columns.join() !== PET_COLUMNS.join()) {
-        throw new Error(`the database has a pets table with columns (${columns.join(", ")}) that this pet service did not create`);
-      }
+  return migrateSqliteSchema(db, migrations, (tables) => {
+    if (!tables.has("pets")) return false;
+    const columns = db.prepare("SELECT name FROM pragma_table_info('pets') ORDER BY cid").all().map((c) => c.name);
+    if (columns.join() !== PET_COLUMNS.join()) {
+      throw new Error(`the database has a pets table with columns (${columns.join(", ")}) that this pet service did not create`);
     }
-    db.exec(
-      `CREATE TABLE IF NOT EXISTS ${SCHEMA_MIGRATIONS_TABLE} (
-         version    INTEGER PRIMARY KEY,
-         name       TEXT    NOT NULL,
-         applied_at TEXT    NOT NULL,
-         baseline   INTEGER NOT NULL DEFAULT 0
-       ) STRICT;`,
-    );
-    const current = Number(db.prepare(`SELECT max(version) AS version FROM ${SCHEMA_MIGRATIONS_TABLE}`).get()?.version ?? 0);
-    const record = db.prepare(`INSERT INTO ${SCHEMA_MIGRATIONS_TABLE} (version, name, applied_at, baseline) VALUES (?, ?, ?, ?)`);
-    const applied = pendingMigrations(migrations, current).map((migration) => {
-      db.exec(migration.sql);
-      record.run(migration.version, migration.name, new Date().toISOString(), baselined && migration.version === 1 ? 1 : 0);
-      return migration.version;
-    });
-    db.exec("COMMIT");
-    return { version: migrations.length, applied, baselined };
-  } catch (err) {
-    if (db.isTransaction) db.exec("ROLLBACK");
-    throw withResultCode(err);
-  }
+    return true;
+  });
 }

@@ -1,0 +1,77 @@
+import type pg from "pg";
+import type { Migration, SchemaReport } from "../../../lib/migrations.ts";
+import { migratePostgresSchema } from "../../../lib/postgres-migrations.ts";
+
+/**
+ * The key registry's PostgreSQL schema, version by version (never edit a released one: add the
+ * next). As the SQLite one (../sqlite/migrations.ts), with `json` columns (kept as written, key
+ * order included) and bigint times in ms. `event_counter` is one row holding the last seq: every
+ * writing transaction increments it, which takes its row lock until COMMIT, so writers on any
+ * replica are serialised and events get seqs without gaps and become visible in seq order.
+ * KEYS_DB must be a database of its own (its `schema_migrations` is the registry's).
+ */
+export const POSTGRES_REGISTRY_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "keys, events, idempotency, admin tokens",
+    sql: `
+      CREATE TABLE keys (
+        id            text    PRIMARY KEY,
+        name          text    NOT NULL,
+        owner_id      text,
+        metadata      json    NOT NULL,
+        plan          text    NOT NULL,
+        per_minute    bigint  NOT NULL,
+        per_day       bigint  NOT NULL,
+        scopes        json    NOT NULL,
+        allowed_cidrs json    NOT NULL,
+        created_at    bigint  NOT NULL,
+        expires_at    bigint,
+        revoked_at    bigint,
+        generation    integer NOT NULL,
+        grace_until   json    NOT NULL,
+        kid           text    NOT NULL,
+        last_used_at  bigint
+      );
+      CREATE INDEX keys_by_created ON keys (created_at, id);
+      CREATE INDEX keys_by_owner ON keys (owner_id, created_at, id);
+      CREATE TABLE events (
+        seq     bigint PRIMARY KEY,
+        at      bigint NOT NULL,
+        actor   text   NOT NULL,
+        type    text   NOT NULL,
+        key_id  text,
+        changes json   NOT NULL
+      );
+      CREATE TABLE event_counter (
+        one boolean PRIMARY KEY DEFAULT true CHECK (one),
+        seq bigint  NOT NULL
+      );
+      INSERT INTO event_counter (seq) VALUES (0);
+      CREATE TABLE idempotency (
+        token_id     text    NOT NULL,
+        key          text    NOT NULL,
+        request_hash text    NOT NULL,
+        status       integer NOT NULL,
+        body         text    NOT NULL,
+        expires_at   bigint  NOT NULL,
+        PRIMARY KEY (token_id, key)
+      );
+      CREATE INDEX idempotency_by_expiry ON idempotency (expires_at);
+      CREATE TABLE admin_tokens (
+        id         text   PRIMARY KEY,
+        name       text   NOT NULL UNIQUE,
+        scopes     json   NOT NULL,
+        hash       text   NOT NULL UNIQUE,
+        created_at bigint NOT NULL,
+        revoked_at bigint
+      );
+    `,
+  },
+];
+
+/** The registry's advisory lock for migrations: "keys" in ASCII (the pet store's is "pets"). */
+const MIGRATION_LOCK = 0x6b657973;
+
+export const migrateRegistryPostgres = (pool: pg.Pool, migrations = POSTGRES_REGISTRY_MIGRATIONS): Promise<SchemaReport> =>
+  migratePostgresSchema(pool, migrations, MIGRATION_LOCK);

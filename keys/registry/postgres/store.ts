@@ -1,0 +1,219 @@
+import pg from "pg";
+import type { KeyEvent, KeyRecord, Page } from "../../../lib/key-record.ts";
+import type { SchemaReport } from "../../../lib/migrations.ts";
+import { asStoreError } from "../../../lib/postgres-faults.ts";
+import { ADMIN_TOKEN_COLUMNS, adminTokenOfRow, EVENT_COLUMNS, KEY_COLUMNS, keyColumnValues, keyEventOfRow, keyPage, keyPageQuery, keyRecordOfRow } from "../rows.ts";
+import { RegistryConflictError, type AdminTokenRecord, type IdempotencyClaim, type IdempotentResult, type KeyFilter, type KeyRegistry, type NewEvent } from "../store.ts";
+import { migrateRegistryPostgres } from "./migrations.ts";
+
+/**
+ * Connections as the pet store's (pet-service/store/postgres/store.ts): fail fast when the
+ * database cannot be reached, a lock waited for at most 3 s (then `busy`), a statement at most 5 s.
+ */
+const POOL_SETTINGS = {
+  connectionTimeoutMillis: 2_000,
+  idleTimeoutMillis: 30_000,
+  lock_timeout: 3_000,
+  statement_timeout: 5_000,
+  query_timeout: 6_000,
+  keepAlive: true,
+  application_name: "key-service",
+} as const satisfies pg.PoolConfig;
+
+export const DEFAULT_REGISTRY_POOL_SIZE = 5;
+
+const params = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(", ");
+const INSERT_KEY = `INSERT INTO keys (${KEY_COLUMNS.join(", ")}) VALUES (${params(KEY_COLUMNS.length)})`;
+const UPDATE_KEY = `UPDATE keys SET ${KEY_COLUMNS.slice(1)
+  .map((c, i) => `${c} = $${i + 2}`)
+  .join(", ")} WHERE id = $1`;
+
+/** PostgreSQL's unique_violation, by the constraint it hit. */
+function conflictOf(err: unknown): RegistryConflictError | undefined {
+  const { code, constraint } = (err ?? {}) as { code?: unknown; constraint?: unknown };
+  if (code !== "23505") return undefined;
+  const c = String(constraint);
+  return new RegistryConflictError(
+    c.startsWith("idempotency")
+      ? "that Idempotency-Key is in use"
+      : c === "admin_tokens_name_key"
+        ? "an admin token of that name exists"
+        : c.startsWith("admin_tokens")
+          ? "that admin token exists"
+          : "a key with that id exists",
+  );
+}
+
+/**
+ * The registry in a PostgreSQL database shared by any number of key-service replicas (and the
+ * command line). Each write is one transaction that appends its event under the event_counter
+ * row's lock (migrations.ts). Storage faults reject with StorageUnavailableError.
+ */
+export class PostgresKeyRegistry implements KeyRegistry {
+  private closing: Promise<void> | undefined;
+
+  private readonly pool: pg.Pool;
+  readonly schema: SchemaReport;
+
+  private constructor(pool: pg.Pool, schema: SchemaReport) {
+    this.pool = pool;
+    this.schema = schema;
+  }
+
+  /** Connects to `url` (postgres://…) and migrates the schema under the advisory lock. */
+  static async open(url: string, options: { poolSize?: number; onIdleError?: (err: Error) => void } = {}): Promise<PostgresKeyRegistry> {
+    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? DEFAULT_REGISTRY_POOL_SIZE, ...POOL_SETTINGS });
+    // An idle connection that breaks (the server restarts) is dropped and reported here; unhandled, it would end the process.
+    pool.on("error", (err) => options.onIdleError?.(err));
+    try {
+      return new PostgresKeyRegistry(pool, await migrateRegistryPostgres(pool));
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw asStoreError(err);
+    }
+  }
+
+  createKey(record: KeyRecord, event: NewEvent, idempotency?: IdempotencyClaim): Promise<KeyEvent> {
+    return this.transaction(async (c) => {
+      if (idempotency) {
+        const { tokenId, key, expiresAt, result } = idempotency;
+        await c.query("DELETE FROM idempotency WHERE expires_at <= $1", [event.at]);
+        await c.query("INSERT INTO idempotency (token_id, key, request_hash, status, body, expires_at) VALUES ($1, $2, $3, $4, $5, $6)", [
+          tokenId,
+          key,
+          result.requestHash,
+          result.status,
+          result.body,
+          expiresAt,
+        ]);
+      }
+      await c.query(INSERT_KEY, keyColumnValues(record));
+      return appendEvent(c, event);
+    });
+  }
+
+  updateKey(record: KeyRecord, event: NewEvent): Promise<KeyEvent> {
+    return this.transaction(async (c) => {
+      const { rowCount } = await c.query(UPDATE_KEY, keyColumnValues(record));
+      if (rowCount !== 1) throw new Error(`no key ${record.id} to update`);
+      return appendEvent(c, event);
+    });
+  }
+
+  async getKey(id: string): Promise<KeyRecord | undefined> {
+    const [row] = await this.query(`SELECT ${KEY_COLUMNS.join(", ")} FROM keys WHERE id = $1`, [id]);
+    return row && keyRecordOfRow(row);
+  }
+
+  async listKeys(filter: KeyFilter, limit: number, cursor?: string): Promise<Page<KeyRecord>> {
+    const { sql, values } = keyPageQuery(filter, limit, cursor, (n) => `$${n}`);
+    return keyPage(await this.query(sql, values), limit);
+  }
+
+  async touchLastUsed(id: string, at: number): Promise<void> {
+    // Last use only moves forward: reports from several gateways arrive in any order.
+    await this.query("UPDATE keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)", [id, at]);
+  }
+
+  async findIdempotent(tokenId: string, key: string, now: number): Promise<IdempotentResult | undefined> {
+    const [row] = await this.query("SELECT request_hash, status, body FROM idempotency WHERE token_id = $1 AND key = $2 AND expires_at > $3", [tokenId, key, now]);
+    return row && { requestHash: row.request_hash as string, status: Number(row.status), body: row.body as string };
+  }
+
+  async events(after: number, limit: number): Promise<KeyEvent[]> {
+    return (await this.query(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, [after, limit])).map(keyEventOfRow);
+  }
+
+  async lastSeq(): Promise<number> {
+    const [row] = await this.query("SELECT coalesce(max(seq), 0) AS seq FROM events", []);
+    return Number(row!.seq);
+  }
+
+  appendEvent(event: NewEvent): Promise<KeyEvent> {
+    return this.transaction((c) => appendEvent(c, event));
+  }
+
+  createAdminToken(t: AdminTokenRecord, event: NewEvent): Promise<KeyEvent> {
+    return this.transaction(async (c) => {
+      await c.query(`INSERT INTO admin_tokens (${ADMIN_TOKEN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`, [
+        t.id,
+        t.name,
+        JSON.stringify(t.scopes),
+        t.hash,
+        t.createdAt,
+        t.revokedAt,
+      ]);
+      return appendEvent(c, event);
+    });
+  }
+
+  revokeAdminToken(id: string, at: number, event: NewEvent): Promise<KeyEvent | undefined> {
+    return this.transaction(async (c) => {
+      const { rowCount } = await c.query("UPDATE admin_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL", [id, at]);
+      return rowCount === 1 ? appendEvent(c, event) : undefined;
+    });
+  }
+
+  async findAdminTokenByHash(hash: string): Promise<AdminTokenRecord | undefined> {
+    const [row] = await this.query(`SELECT ${ADMIN_TOKEN_COLUMNS} FROM admin_tokens WHERE hash = $1`, [hash]);
+    return row && adminTokenOfRow(row);
+  }
+
+  async listAdminTokens(): Promise<AdminTokenRecord[]> {
+    return (await this.query(`SELECT ${ADMIN_TOKEN_COLUMNS} FROM admin_tokens ORDER BY created_at, id`, [])).map(adminTokenOfRow);
+  }
+
+  async ping(): Promise<void> {
+    await this.query("SELECT 1", []);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.pool.end();
+    return this.closing;
+  }
+
+  private async query(sql: string, values: unknown[]): Promise<Record<string, unknown>[]> {
+    if (this.closing) throw new Error("key registry is closed");
+    try {
+      return (await this.pool.query(sql, values)).rows;
+    } catch (err) {
+      throw asStoreError(err);
+    }
+  }
+
+  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    if (this.closing) throw new Error("key registry is closed");
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw asStoreError(err);
+    }
+    try {
+      await client.query("BEGIN");
+      const result = await work(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw conflictOf(err) ?? asStoreError(err);
+    } finally {
+      client.release();
+    }
+  }
+}
+
+/** The next seq from the counter row (locked until this transaction ends), then the event under it. */
+async function appendEvent(client: pg.PoolClient, e: NewEvent): Promise<KeyEvent> {
+  const { rows } = await client.query<{ seq: string }>("UPDATE event_counter SET seq = seq + 1 RETURNING seq");
+  const seq = Number(rows[0]!.seq);
+  await client.query("INSERT INTO events (seq, at, actor, type, key_id, changes) VALUES ($1, $2, $3, $4, $5, $6)", [
+    seq,
+    e.at,
+    e.actor,
+    e.type,
+    e.keyId,
+    JSON.stringify(e.changes),
+  ]);
+  return { seq, ...e };
+}

@@ -1,0 +1,71 @@
+import type { DatabaseSync } from "node:sqlite";
+import type { Migration, SchemaReport } from "../../../lib/migrations.ts";
+import { migrateSqliteSchema } from "../../../lib/sqlite-migrations.ts";
+
+/**
+ * The key registry's SQLite schema, version by version (never edit a released one: add the next).
+ *
+ * - `keys`: one row per key (keys/registry/rows.ts maps it); the object-valued fields are JSON
+ *   text; times are ms since the epoch. (created_at, id) orders and pages the list.
+ * - `events`: seq is the rowid, given as max + 1 inside the writing transaction, and SQLite has
+ *   one writer at a time: no gaps, committed in seq order.
+ * - `idempotency`: the answer to a create per admin token and Idempotency-Key, until expires_at.
+ * - `admin_tokens`: SHA-256 of each token, never the token; names and hashes unique.
+ */
+export const SQLITE_REGISTRY_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "keys, events, idempotency, admin tokens",
+    sql: `
+      CREATE TABLE keys (
+        id            TEXT    PRIMARY KEY,
+        name          TEXT    NOT NULL,
+        owner_id      TEXT,
+        metadata      TEXT    NOT NULL,
+        plan          TEXT    NOT NULL,
+        per_minute    INTEGER NOT NULL,
+        per_day       INTEGER NOT NULL,
+        scopes        TEXT    NOT NULL,
+        allowed_cidrs TEXT    NOT NULL,
+        created_at    INTEGER NOT NULL,
+        expires_at    INTEGER,
+        revoked_at    INTEGER,
+        generation    INTEGER NOT NULL,
+        grace_until   TEXT    NOT NULL,
+        kid           TEXT    NOT NULL,
+        last_used_at  INTEGER
+      ) STRICT;
+      CREATE INDEX keys_by_created ON keys (created_at, id);
+      CREATE INDEX keys_by_owner ON keys (owner_id, created_at, id);
+      CREATE TABLE events (
+        seq     INTEGER PRIMARY KEY,
+        at      INTEGER NOT NULL,
+        actor   TEXT    NOT NULL,
+        type    TEXT    NOT NULL,
+        key_id  TEXT,
+        changes TEXT    NOT NULL
+      ) STRICT;
+      CREATE TABLE idempotency (
+        token_id     TEXT    NOT NULL,
+        key          TEXT    NOT NULL,
+        request_hash TEXT    NOT NULL,
+        status       INTEGER NOT NULL,
+        body         TEXT    NOT NULL,
+        expires_at   INTEGER NOT NULL,
+        PRIMARY KEY (token_id, key)
+      ) STRICT;
+      CREATE INDEX idempotency_by_expiry ON idempotency (expires_at);
+      CREATE TABLE admin_tokens (
+        id         TEXT    PRIMARY KEY,
+        name       TEXT    NOT NULL UNIQUE,
+        scopes     TEXT    NOT NULL,
+        hash       TEXT    NOT NULL UNIQUE,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      ) STRICT;
+    `,
+  },
+];
+
+/** Brings the file to the latest version (lib/sqlite-migrations.ts); throws when it is newer than the code. */
+export const migrateRegistrySqlite = (db: DatabaseSync, migrations = SQLITE_REGISTRY_MIGRATIONS): SchemaReport => migrateSqliteSchema(db, migrations);

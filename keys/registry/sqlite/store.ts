@@ -1,0 +1,150 @@
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import type { DatabaseSync } from "node:sqlite";
+import type { KeyEvent, KeyRecord, Page } from "../../../lib/key-record.ts";
+import type { SchemaReport } from "../../../lib/migrations.ts";
+import { openDurableWriter } from "../../../lib/sqlite.ts";
+import { toStorageError } from "../../../lib/sqlite-faults.ts";
+import { WorkerCalls } from "../../../lib/worker-calls.ts";
+import { ADMIN_TOKEN_COLUMNS, adminTokenOfRow, EVENT_COLUMNS, KEY_COLUMNS, keyEventOfRow, keyPage, keyPageQuery, keyRecordOfRow } from "../rows.ts";
+import { RegistryConflictError, type AdminTokenRecord, type IdempotencyClaim, type IdempotentResult, type KeyFilter, type KeyRegistry, type NewEvent } from "../store.ts";
+import { migrateRegistrySqlite } from "./migrations.ts";
+import { CONFLICT, type WriteRequest, type WriteResult } from "./writes.ts";
+
+/**
+ * The registry in one SQLite file (node:sqlite, WAL, every commit fsynced: lib/sqlite.ts), on two
+ * connections as the pet store has them: the writer in a worker thread (writes.ts), the reader
+ * here, on the calling thread, for short indexed reads. Several processes may open the file (the
+ * key service and the command line): each write is one BEGIN IMMEDIATE transaction, waiting
+ * busy_timeout for the other's. Storage faults reject with StorageUnavailableError.
+ */
+export class SqliteKeyRegistry implements KeyRegistry {
+  private closing: Promise<void> | undefined;
+
+  /** The file's folder: where a read-only file system is recognised. */
+  private readonly dir: string;
+  private readonly reader: DatabaseSync;
+  private readonly writer: WorkerCalls<WriteRequest | null, WriteResult>;
+  readonly schema: SchemaReport;
+
+  private constructor(dir: string, reader: DatabaseSync, writer: WorkerCalls<WriteRequest | null, WriteResult>, schema: SchemaReport) {
+    this.dir = dir;
+    this.reader = reader;
+    this.writer = writer;
+    this.schema = schema;
+  }
+
+  /** Opens `file` (created with its folder when missing) and brings its schema to the latest version. */
+  static async open(file: string): Promise<SqliteKeyRegistry> {
+    const dir = path.dirname(path.resolve(file));
+    mkdirSync(dir, { recursive: true });
+    const reader = openDurableWriter(file);
+    const writer = new WorkerCalls<WriteRequest | null, WriteResult>(new URL("./writer-worker.ts", import.meta.url), { file });
+    try {
+      const schema = migrateRegistrySqlite(reader);
+      reader.exec("PRAGMA query_only = 1");
+      // The writer opens its connection now: a file it cannot write fails the open, not the first write.
+      await writer.call(null);
+      return new SqliteKeyRegistry(dir, reader, writer, schema);
+    } catch (err) {
+      reader.close();
+      await writer.close();
+      throw toStorageError(err, dir);
+    }
+  }
+
+  createKey(record: KeyRecord, event: NewEvent, idempotency?: IdempotencyClaim): Promise<KeyEvent> {
+    return this.write({ op: "createKey", record, event, ...(idempotency && { idempotency }) }) as Promise<KeyEvent>;
+  }
+
+  updateKey(record: KeyRecord, event: NewEvent): Promise<KeyEvent> {
+    return this.write({ op: "updateKey", record, event }) as Promise<KeyEvent>;
+  }
+
+  async getKey(id: string): Promise<KeyRecord | undefined> {
+    const row = this.read((db) => db.prepare(`SELECT ${KEY_COLUMNS.join(", ")} FROM keys WHERE id = ?`).get(id));
+    return row && keyRecordOfRow(row);
+  }
+
+  async listKeys(filter: KeyFilter, limit: number, cursor?: string): Promise<Page<KeyRecord>> {
+    const { sql, values } = keyPageQuery(filter, limit, cursor, () => "?");
+    return keyPage(this.read((db) => db.prepare(sql).all(...(values as (string | number)[]))), limit);
+  }
+
+  async touchLastUsed(id: string, at: number): Promise<void> {
+    await this.write({ op: "touchLastUsed", id, at });
+  }
+
+  async findIdempotent(tokenId: string, key: string, now: number): Promise<IdempotentResult | undefined> {
+    const row = this.read((db) =>
+      db.prepare("SELECT request_hash, status, body FROM idempotency WHERE token_id = ? AND key = ? AND expires_at > ?").get(tokenId, key, now),
+    );
+    return row && { requestHash: row.request_hash as string, status: Number(row.status), body: row.body as string };
+  }
+
+  async events(after: number, limit: number): Promise<KeyEvent[]> {
+    return this.read((db) => db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?`).all(after, limit)).map(keyEventOfRow);
+  }
+
+  async lastSeq(): Promise<number> {
+    return Number(this.read((db) => db.prepare("SELECT coalesce(max(seq), 0) AS seq FROM events").get())!.seq);
+  }
+
+  appendEvent(event: NewEvent): Promise<KeyEvent> {
+    return this.write({ op: "appendEvent", event }) as Promise<KeyEvent>;
+  }
+
+  createAdminToken(token: AdminTokenRecord, event: NewEvent): Promise<KeyEvent> {
+    return this.write({ op: "createAdminToken", token, event }) as Promise<KeyEvent>;
+  }
+
+  revokeAdminToken(id: string, at: number, event: NewEvent): Promise<KeyEvent | undefined> {
+    return this.write({ op: "revokeAdminToken", id, at, event });
+  }
+
+  async findAdminTokenByHash(hash: string): Promise<AdminTokenRecord | undefined> {
+    const row = this.read((db) => db.prepare(`SELECT ${ADMIN_TOKEN_COLUMNS} FROM admin_tokens WHERE hash = ?`).get(hash));
+    return row && adminTokenOfRow(row);
+  }
+
+  async listAdminTokens(): Promise<AdminTokenRecord[]> {
+    return this.read((db) => db.prepare(`SELECT ${ADMIN_TOKEN_COLUMNS} FROM admin_tokens ORDER BY created_at, id`).all()).map(adminTokenOfRow);
+  }
+
+  /** A cheap read of the file: fails as the reads would. */
+  async ping(): Promise<void> {
+    this.read((db) => db.prepare("SELECT 1").get());
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.writer.close().then(() => this.reader.close());
+    return this.closing;
+  }
+
+  private read<T>(query: (db: DatabaseSync) => T): T {
+    if (this.closing) throw new Error("key registry is closed");
+    try {
+      return query(this.reader);
+    } catch (err) {
+      throw toStorageError(err, this.dir);
+    }
+  }
+
+  private async write(request: WriteRequest): Promise<WriteResult> {
+    if (this.closing) throw new Error("key registry is closed");
+    try {
+      return await this.writer.call(request);
+    } catch (err) {
+      if ((err as { code?: unknown }).code === CONFLICT) throw new RegistryConflictError(conflictMessage(err as Error));
+      throw toStorageError(err, this.dir);
+    }
+  }
+}
+
+/** Which unique constraint a write lost to, without SQLite's wording. */
+function conflictMessage(err: Error): string {
+  if (/idempotency\./.test(err.message)) return "that Idempotency-Key is in use";
+  if (/admin_tokens\.name/.test(err.message)) return "an admin token of that name exists";
+  if (/admin_tokens\./.test(err.message)) return "that admin token exists";
+  return "a key with that id exists";
+}

@@ -3,7 +3,7 @@ import jwt from "jsonwebtoken";
 import { KEY_ALGORITHM, KEY_AUDIENCE, KEY_ISSUER, type KeyClaims, type PlanName } from "../lib/api-key-format.ts";
 import { UsageError } from "./errors.ts";
 import { loadSigningKey } from "./key-pairs.ts";
-import { appendIssued } from "./registry.ts";
+import type { FieldProblem } from "./operations/errors.ts";
 
 export interface IssueOptions {
   plan: PlanName;
@@ -12,65 +12,45 @@ export interface IssueOptions {
   perDay?: number;
   /** Lifetime; absent = the key does not expire. */
   expiresInSeconds?: number;
-  /** A label for `list` (who the key is for). */
+  /** A label (who the key is for). */
   name?: string;
   /** Milliseconds since the epoch; defaults to now. */
   now?: number;
 }
 
-const MAX_NAME_LENGTH = 200;
+const isLimit = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 1;
 
-/** Throws UsageError unless the plan and limits go together (enterprise: both limits; others: none). */
-export function validatePlanLimits(opts: Pick<IssueOptions, "plan" | "perMinute" | "perDay">): void {
-  const { plan, perMinute, perDay } = opts;
+/** What is wrong with a plan and its limits (enterprise: both limits, per day at least per minute; others: none). */
+export function planLimitProblems({ plan, perMinute, perDay }: { plan: PlanName; perMinute?: number | null; perDay?: number | null }): FieldProblem[] {
+  const problems: FieldProblem[] = [];
   if (plan === "enterprise") {
-    if (perMinute === undefined || perDay === undefined) {
-      throw new UsageError("enterprise keys need both --per-minute and --per-day");
+    for (const [field, n] of [["perMinute", perMinute], ["perDay", perDay]] as const) {
+      if (n === undefined || n === null) problems.push({ field, message: "is required for the enterprise plan" });
+      else if (!isLimit(n)) problems.push({ field, message: "must be a positive integer" });
     }
-    for (const [flag, n] of [["--per-minute", perMinute], ["--per-day", perDay]] as const) {
-      if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`${flag} must be a positive integer; got ${n}`);
+    if (problems.length === 0 && perDay! < perMinute!) problems.push({ field: "perDay", message: `must be at least perMinute (${perMinute})` });
+  } else {
+    for (const [field, n] of [["perMinute", perMinute], ["perDay", perDay]] as const) {
+      if (n !== undefined && n !== null) problems.push({ field, message: `is for enterprise keys only; the ${plan} plan has fixed limits` });
     }
-    if (perDay < perMinute) throw new UsageError(`--per-day (${perDay}) must be at least --per-minute (${perMinute})`);
-  } else if (perMinute !== undefined || perDay !== undefined) {
-    throw new UsageError(`--per-minute and --per-day are for enterprise keys only; the ${plan} plan has fixed limits`);
   }
-}
-
-/** Throws UsageError unless the options describe a valid key. */
-export function validateIssueOptions(opts: IssueOptions): void {
-  validatePlanLimits(opts);
-  const { expiresInSeconds, name } = opts;
-  if (expiresInSeconds !== undefined && !(Number.isSafeInteger(expiresInSeconds) && expiresInSeconds > 0)) {
-    throw new UsageError(`the lifetime must be a positive number of seconds; got ${expiresInSeconds}`);
-  }
-  if (name !== undefined && (name.length > MAX_NAME_LENGTH || /\p{Cc}/u.test(name))) {
-    throw new UsageError(`--name must be at most ${MAX_NAME_LENGTH} characters without control characters`);
-  }
+  return problems;
 }
 
 export const newKeyId = (): string => `key_${randomBytes(8).toString("hex")}`;
 
 /**
- * Signs a new API key with the active signing pair, records it in issued.jsonl (without the
- * token) and returns the token. Throws UsageError for bad options, KeysError before `init`.
+ * Signs a token for a new key id without recording it anywhere: npm start's demo key and the
+ * gateway's tests used it before the key service; a key the registry holds is created through
+ * keys/operations. Throws UsageError for a bad plan or limits, KeysError before `init`.
  */
 export function issueKey(keysDir: string, opts: IssueOptions): string {
-  validateIssueOptions(opts);
+  const [problem] = planLimitProblems(opts);
+  if (problem) throw new UsageError(`${problem.field} ${problem.message}`);
   const iat = Math.floor((opts.now ?? Date.now()) / 1000);
-  const exp = opts.expiresInSeconds === undefined ? null : iat + opts.expiresInSeconds;
   const claims: KeyClaims = { sub: newKeyId(), plan: opts.plan };
   if (opts.plan === "enterprise") claims.lim = { m: opts.perMinute!, d: opts.perDay! };
-  const { token, kid } = signKey(keysDir, claims, iat, exp);
-  appendIssued(keysDir, {
-    keyId: claims.sub,
-    name: opts.name ?? "",
-    plan: opts.plan,
-    ...(claims.lim ? { perMinute: claims.lim.m, perDay: claims.lim.d } : {}),
-    kid,
-    createdAt: iat,
-    expiresAt: exp,
-  });
-  return token;
+  return signKey(keysDir, claims, iat, opts.expiresInSeconds === undefined ? null : iat + opts.expiresInSeconds).token;
 }
 
 /** Signs a key's claims with the active signing pair (KeysError before `init`). */

@@ -6,6 +6,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
+import { ensureKeyPair } from "../keys/key-pairs.ts";
+import { openRegistry } from "../keys/registry/open.ts";
+import type { KeyRegistry } from "../keys/registry/store.ts";
 import { redisKey, subjectForKey } from "../lib/redis-keys.ts";
 import { startRedis, type PrivateRedis } from "./redis-server.ts";
 
@@ -83,4 +86,18 @@ export function runKeysCli(keysDir: string, args: readonly string[], env: Record
       resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
     );
   });
+}
+
+/** A signing pair in the test's KEYS_DIR and a fresh SQLite registry file in it, for each test; closed afterwards. */
+export function useKeyRegistry(keysDir: () => string): () => KeyRegistry {
+  let registry: KeyRegistry | undefined;
+  beforeEach(async () => {
+    ensureKeyPair(keysDir());
+    registry = await openRegistry(path.join(keysDir(), "keys.sqlite"));
+  });
+  afterEach(async () => {
+    await registry?.close();
+    registry = undefined;
+  });
+  return () => registry!;
 }

@@ -59,6 +59,6 @@ describe("PostgreSQL versioned migrations", () => {
     expect(again.schema).toEqual({ version: POSTGRES_MIGRATIONS.length, applied: [], baselined: false });
     await again.close();
     await db.query("INSERT INTO schema_migrations (version, name) VALUES (99, 'from the future')");
-    await expect(PostgresPetStore.open(db.url)).rejects.toThrow(/schema is at version 99, newer than this pet service knows/);
+    await expect(PostgresPetStore.open(db.url)).rejects.toThrow(/schema is at version 99, newer than this release knows/);
   });
 });

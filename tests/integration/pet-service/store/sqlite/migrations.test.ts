@@ -100,7 +100,7 @@ describe("SQLite versioned migrations", () => {
     const side = await sideConnection(newer);
     await side.exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (2, 'from the future', '2030-01-01')");
     await side.close();
-    await expect(SqlitePetStore.open(newer)).rejects.toThrow(/schema is at version 2, newer than this pet service knows \(1\)/);
+    await expect(SqlitePetStore.open(newer)).rejects.toThrow(/schema is at version 2, newer than this release knows \(1\)/);
 
     const foreign = await newFile();
     const other = await sideConnection(foreign);

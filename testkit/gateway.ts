@@ -1,5 +1,5 @@
 import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
+import http, { type Server } from "node:http";
 import { createLogger } from "../lib/logger.ts";
 import type { PlanName } from "../lib/api-key-format.ts";
 import type { KeyRecordJson, Scope } from "../lib/key-record.ts";
@@ -116,11 +116,23 @@ export function useGateway(): { gateway(): RunningGateway; keys(): TestKeys } {
   return { gateway: () => gateway, keys: () => keys };
 }
 
-/** Whether a gateway's /readyz no longer names the key service's state as a reason (it may name others). */
+/**
+ * Whether a gateway's /readyz no longer names the key service's state as a reason (it may name
+ * others). On a connection of its own, closed after the answer: tests count the gateway's open
+ * connections.
+ */
 export async function keyStateLoaded(url: string): Promise<boolean> {
-  const res = await fetch(`${url}/readyz`);
-  if (res.status === 200) return true;
-  const { reasons = [] } = (await res.json()) as { reasons?: string[] };
+  const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    http
+      .get(`${url}/readyz`, { agent: false }, (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+        res.on("end", () => resolve({ status: res.statusCode!, body }));
+      })
+      .on("error", reject);
+  });
+  if (status === 200) return true;
+  const { reasons = [] } = JSON.parse(body) as { reasons?: string[] };
   return !reasons.some((r) => r.startsWith("key state not loaded"));
 }
 

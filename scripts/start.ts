@@ -10,10 +10,14 @@ import { DOCS_PATH } from "../lib/http/docs.ts";
 import { adminTokenFile as keyServiceAdminTokenFile } from "../keys/service-config.ts";
 import { isPostgresUrl } from "../pet-service/store/pets-db-url.ts";
 import { ignoreStderrErrors, stderrLine } from "../lib/stderr-line.ts";
+import { defaultKeysDir, legacyKeysDirNotice } from "../lib/keys-dir.ts";
 import { demoKey, gatewayToken, type AdminApi } from "./start-keys.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const env = { ...process.env };
+// The key service's signing pairs: an older checkout's keys/ is still used, and the way out is said.
+const legacyNotice = legacyKeysDirNotice(env.KEYS_DIR || defaultKeysDir(), env);
+if (legacyNotice) stderrLine(legacyNotice);
 const gatewayPort = Number(env.GATEWAY_PORT || 8080);
 const keysPort = Number(env.KEYS_PORT || 8081);
 const keysHost = env.KEYS_HOST || "127.0.0.1";

@@ -5,9 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { createKeyVerifier } from "../gateway/auth/jwt-verifier.ts";
-import { watchRevocations } from "../gateway/auth/revocation-list.ts";
-import { watchKeyChanges } from "../gateway/auth/key-changes.ts";
+import { isExpired, loadPublicKeys, readRevokedFile, verifyTokenSignature } from "../lib/api-key-format.ts";
 import { DOCS_PATH } from "../lib/http/docs.ts";
 import { ensureKeyPair, issueKey } from "../keys/index.ts";
 import { defaultKeysDir, legacyKeysDirNotice } from "../lib/keys-dir.ts";
@@ -86,22 +84,17 @@ function stopAll(code: number): void {
 
 /** Reuses the saved demo key while it still verifies (not expired, revoked or retired). */
 function reuseOrIssueDemoKey(): string {
-  const revocations = watchRevocations({ keysDir });
-  const keyChanges = watchKeyChanges({ keysDir });
-  const verifier = createKeyVerifier({ keysDir, clock: systemClock, revocations, keyChanges });
   try {
     const saved = readFileSync(demoKeyFile, "utf8").trim();
-    verifier.verify(saved);
+    const now = Math.floor(systemClock() / 1000);
+    const { apiKey } = verifyTokenSignature(saved, loadPublicKeys(keysDir), now);
+    if (isExpired(apiKey, now) || readRevokedFile(keysDir).revoked[apiKey.keyId]) throw new Error("expired or revoked");
     return saved;
   } catch {
     const key = issueKey(keysDir, { plan: "pro", name: "demo (npm start)" });
     mkdirSync(path.dirname(demoKeyFile), { recursive: true });
     writeFileSync(demoKeyFile, `${key}\n`, { mode: 0o600 });
     return key;
-  } finally {
-    verifier.close();
-    revocations.close();
-    keyChanges.close();
   }
 }
 

@@ -1,25 +1,24 @@
 import type { PlanName } from "../lib/api-key-format.ts";
-import { planOverride } from "../lib/key-changes.ts";
-import { readChanges } from "./changes.ts";
-import { readIssued, readRevoked } from "./registry.ts";
+import type { KeyEvent, KeyRecord } from "../lib/key-record.ts";
+import type { KeyRegistry } from "./registry/store.ts";
 
-/** One issued key as `list` shows it. Never the token: it is not stored anywhere. */
+/** One key as `list` shows it. Never the token: it is not stored anywhere. */
 export interface KeyListing {
   keyId: string;
   name: string;
-  /** The plan in force: the last `set-plan`'s, else the one it was issued with. */
+  /** The plan in force. */
   plan: PlanName;
   /** Enterprise limits in force; null for the other plans' fixed limits. */
   perMinute: number | null;
   perDay: number | null;
-  /** ISO time of the last `set-plan`, or null. */
+  /** ISO time of the last change of plan or limits, or null. */
   planChangedAt: string | null;
   /** How many times it was rolled (the newest key's generation), and when last. */
   rolls: number;
   rolledAt: string | null;
-  /** ISO time of the last admitted request as the limiter's store knows it, or null. */
+  /** ISO time of the last admitted request as the limiter's store (or the registry) knows it, or null. */
   lastUsedAt: string | null;
-  /** Signing pair. */
+  /** Signing pair of the newest token. */
   kid: string;
   createdAt: string;
   /** ISO time or null (never expires). */
@@ -29,38 +28,53 @@ export interface KeyListing {
   revokedAt: string | null;
 }
 
-const iso = (seconds: number) => new Date(seconds * 1000).toISOString().replace(".000Z", "Z");
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** When each key's plan last changed and when it was last rolled, from the events. */
+async function lastChanges(registry: KeyRegistry): Promise<Map<string, { plan?: number; roll?: number }>> {
+  const changes = new Map<string, { plan?: number; roll?: number }>();
+  let after = 0;
+  for (;;) {
+    const events: KeyEvent[] = await registry.events(after, 1000);
+    for (const e of events) {
+      if (e.keyId === null) continue;
+      const entry = changes.get(e.keyId) ?? {};
+      if (e.type === "key.updated" && ("plan" in e.changes || "limits" in e.changes)) entry.plan = e.at;
+      if (e.type === "key.rolled") entry.roll = e.at;
+      changes.set(e.keyId, entry);
+    }
+    if (events.length < 1000) return changes;
+    after = events.at(-1)!.seq;
+  }
+}
 
 export interface ListOptions {
-  nowMs?: number;
-  /** Last use per key id, Unix ms (keys/usage.ts `lastUses`). */
+  nowMs: number;
+  /** Last use per key id, Unix ms, from the limiter's store (keys/usage.ts `lastUses`); else the registry's. */
   lastUses?: ReadonlyMap<string, number>;
 }
 
-export function listKeys(keysDir: string, opts: ListOptions = {}): KeyListing[] {
-  const nowMs = opts.nowMs ?? Date.now();
-  const revoked = readRevoked(keysDir).revoked;
-  const changes = readChanges(keysDir).keys;
-  return readIssued(keysDir).map((k) => {
-    const r = revoked[k.keyId];
-    const change = changes[k.keyId];
-    const inForce = planOverride(change) ?? k;
-    const lastUsed = opts.lastUses?.get(k.keyId);
+export async function listKeys(registry: KeyRegistry, keys: readonly KeyRecord[], opts: ListOptions): Promise<KeyListing[]> {
+  const changes = await lastChanges(registry);
+  return keys.map((k) => {
+    const changed = changes.get(k.id);
+    const lastUsed = opts.lastUses?.get(k.id) ?? k.lastUsedAt;
+    const enterprise = k.plan === "enterprise";
     return {
-      keyId: k.keyId,
+      keyId: k.id,
       name: k.name,
-      plan: inForce.plan,
-      perMinute: inForce.plan === "enterprise" ? inForce.perMinute! : null,
-      perDay: inForce.plan === "enterprise" ? inForce.perDay! : null,
-      planChangedAt: change?.planChangedAt === undefined ? null : iso(change.planChangedAt),
-      rolls: change?.generation ?? 0,
-      rolledAt: change?.rolledAt === undefined ? null : iso(change.rolledAt),
-      lastUsedAt: lastUsed === undefined ? null : new Date(lastUsed).toISOString(),
+      plan: k.plan,
+      perMinute: enterprise ? k.limits.perMinute : null,
+      perDay: enterprise ? k.limits.perDay : null,
+      planChangedAt: changed?.plan === undefined ? null : iso(changed.plan),
+      rolls: k.generation,
+      rolledAt: changed?.roll === undefined ? null : iso(changed.roll),
+      lastUsedAt: lastUsed === null || lastUsed === undefined ? null : iso(lastUsed),
       kid: k.kid,
       createdAt: iso(k.createdAt),
       expiresAt: k.expiresAt === null ? null : iso(k.expiresAt),
-      expired: k.expiresAt !== null && k.expiresAt * 1000 <= nowMs,
-      revokedAt: r ? iso(r.revokedAt) : null,
+      expired: k.expiresAt !== null && k.expiresAt <= opts.nowMs,
+      revokedAt: k.revokedAt === null ? null : iso(k.revokedAt),
     };
   });
 }

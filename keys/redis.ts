@@ -1,11 +1,11 @@
 /**
  * How the keys tooling reaches Redis: one short-lived client per command, on any REDIS_URL form
  * the gateway accepts (single node, Sentinel, Cluster), with short timeouts, and what it writes
- * there: the copies of KEYS_DIR's record that every gateway replica reads on each request.
+ * there: each key's record as the limiter's one script reads it on every request.
  */
 import type { Cluster, Redis } from "ioredis";
+import type { KeyRecord } from "../lib/key-record.ts";
 import { createRedisClient, whenReady } from "../lib/redis-client.ts";
-import { planOverride, type KeyChange } from "../lib/key-changes.ts";
 import { KEY_RECORD_TTL_SECONDS, redisKey, subjectForKey } from "../lib/redis-keys.ts";
 
 /** Runs `fn` with a connected client, then disconnects; throws the socket's error if Redis is not ready within 3 s. */
@@ -25,24 +25,37 @@ export async function withRedis<T>(redisUrl: string, fn: (client: Redis | Cluste
   }
 }
 
-/** SET rl:{key:<id>}:revoked 1 [EX ttl]: the limiter's script refuses the key on every replica. */
-export async function setRevoked(client: Redis | Cluster, keyId: string, ttlSeconds: number | null): Promise<void> {
-  const key = redisKey(subjectForKey(keyId), "revoked");
-  if (ttlSeconds === null) await client.set(key, "1");
-  else await client.set(key, "1", "EX", ttlSeconds);
-}
+/** A revoked key's Redis entry outlives its expiry by this much (then the token is refused as expired anyway). */
+export const REVOKED_AFTER_EXPIRY_MS = 86_400_000;
 
 /**
- * The key's record (rl:{key:<id>}:rec, see sliding-window.lua): the plan in force and the rolls,
- * as KEYS_DIR's change record has them. Last use (`lu`) is the gateways' and is kept.
+ * Publishes a key's record from the registry in one MULTI (one slot: every key shares the key's
+ * hash tag): `rl:{key:<id>}:rec` gets p/m/d (plan and limits in force), g (generation), r<gen>
+ * (each older generation's grace end, ms), s (scopes), c (allowed CIDRs, "" = anywhere) and x
+ * (expiry ms, "" = never); `lu` (last use) is the gateways' and is never written here. A revoked
+ * key also gets `rl:{key:<id>}:revoked` = 1 until a day after its expiry (or for ever).
+ * Idempotent: the key service's follower and the command line may both publish a change.
  */
-export async function publishKeyChange(client: Redis | Cluster, keyId: string, change: KeyChange): Promise<void> {
-  const fields: Record<string, string> = {};
-  const override = planOverride(change);
-  if (override) Object.assign(fields, { p: override.plan, m: String(override.perMinute), d: String(override.perDay) });
-  if (change.generation !== undefined) fields.g = String(change.generation);
-  for (const [generation, until] of Object.entries(change.graceUntil ?? {})) fields[`r${generation}`] = String(until * 1000);
-  if (Object.keys(fields).length === 0) return;
-  const key = redisKey(subjectForKey(keyId), "rec");
-  await client.multi().hset(key, fields).expire(key, KEY_RECORD_TTL_SECONDS).exec();
+export async function publishKeyRecord(client: Redis | Cluster, record: KeyRecord): Promise<void> {
+  const subject = subjectForKey(record.id);
+  const rec = redisKey(subject, "rec");
+  const fields: Record<string, string> = {
+    p: record.plan,
+    m: String(record.limits.perMinute),
+    d: String(record.limits.perDay),
+    g: String(record.generation),
+    s: record.scopes.join(" "),
+    c: record.allowedCidrs.join(" "),
+    x: record.expiresAt === null ? "" : String(record.expiresAt),
+  };
+  for (const [generation, until] of Object.entries(record.graceUntil)) fields[`r${generation}`] = String(until);
+  const multi = client.multi().hset(rec, fields).expire(rec, KEY_RECORD_TTL_SECONDS);
+  if (record.revokedAt !== null) {
+    const revoked = redisKey(subject, "revoked");
+    multi.set(revoked, "1");
+    if (record.expiresAt !== null) multi.pexpireat(revoked, record.expiresAt + REVOKED_AFTER_EXPIRY_MS);
+  }
+  const results = await multi.exec();
+  const failed = results?.find(([err]) => err);
+  if (failed) throw failed[0];
 }

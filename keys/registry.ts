@@ -1,4 +1,3 @@
-import { appendFileSync, mkdirSync } from "node:fs";
 import { readOptionalFile } from "../lib/optional-file.ts";
 import { z } from "zod";
 import { issuedFilePath, PLAN_NAMES, readRevokedFile, revokedFilePath, type RevokedFile } from "../lib/api-key-format.ts";
@@ -7,8 +6,8 @@ import { withLock } from "./files.ts";
 import { writeFileAtomic } from "../lib/write-file-atomic.ts";
 
 /**
- * KEYS_DIR/issued.jsonl: one line per issued key (never the token itself), appended with a
- * single write so concurrent `issue` commands do not interleave.
+ * The files that were the key registry before keys/registry/ (KEYS_DIR/issued.jsonl, one line per
+ * issued key, never the token; revoked.json), read by `keys import` (import.ts).
  */
 const issuedKeySchema = z.object({
   keyId: z.string(),
@@ -25,11 +24,6 @@ const issuedKeySchema = z.object({
 });
 export type IssuedKey = z.infer<typeof issuedKeySchema>;
 
-export function appendIssued(keysDir: string, record: IssuedKey): void {
-  mkdirSync(keysDir, { recursive: true });
-  appendFileSync(issuedFilePath(keysDir), `${JSON.stringify(issuedKeySchema.parse(record))}\n`, { mode: 0o600 });
-}
-
 export function readIssued(keysDir: string): IssuedKey[] {
   const file = issuedFilePath(keysDir);
   const text = readOptionalFile(file) ?? "";
@@ -45,9 +39,6 @@ export function readIssued(keysDir: string): IssuedKey[] {
     });
 }
 
-export const findIssued = (keysDir: string, keyId: string): IssuedKey | undefined =>
-  readIssued(keysDir).find((k) => k.keyId === keyId);
-
 /** revoked.json as the gateways read it; a corrupt file is a KeysError naming it. */
 export function readRevoked(keysDir: string): RevokedFile {
   try {
@@ -62,7 +53,9 @@ const PRUNE_AFTER_SECONDS = 86_400;
 
 /**
  * Adds a key id to revoked.json (locked read-modify-write, atomic replace, expired entries
- * pruned). Returns whether it was already there.
+ * pruned). Returns whether it was already there. The command line no longer writes the file; the
+ * gateway's tests of its file-based revocation list write it with this until the gateway follows
+ * the key service.
  */
 export function addRevocation(keysDir: string, keyId: string, expiresAt: number | null, nowSeconds: number): boolean {
   return withLock(keysDir, () => {

@@ -4,7 +4,8 @@ import { integer, parseEnv, port } from "../lib/config.ts";
 import { defaultKeysDir } from "../lib/keys-dir.ts";
 import { redisUrl } from "../lib/redis-client.ts";
 import { batchFitsQueue, OTEL_ENV } from "../lib/tracing/config.ts";
-import { isOtherUrl, isPostgresUrl } from "../pet-service/store/pets-db-url.ts";
+import { isPostgresUrl } from "../pet-service/store/pets-db-url.ts";
+import { keysDb } from "./config.ts";
 import { ADMIN_TOKEN_PATTERN } from "./admin-tokens/tokens.ts";
 
 
@@ -12,10 +13,7 @@ import { ADMIN_TOKEN_PATTERN } from "./admin-tokens/tokens.ts";
 export const KEY_SERVICE_ENV = z
   .object({
     /** The registry: a SQLite file (created on first start; one replica) or postgres://… (any number of replicas). */
-    KEYS_DB: z
-      .string()
-      .refine((v) => !isOtherUrl(v), "must be a SQLite file path or a postgres:// (postgresql://) URL")
-      .default("data/keys.sqlite"),
+    KEYS_DB: keysDb,
     /** The signing key pairs; the service creates one at first start when none exists. */
     KEYS_DIR: z.string().default(defaultKeysDir),
     /** The admin API: loopback by default, never the public port. */
@@ -37,7 +35,7 @@ export const KEY_SERVICE_ENV = z
 export type KeyServiceConfig = Readonly<z.infer<typeof KEY_SERVICE_ENV>>;
 
 /** Parsed once at start; a bad value throws a ConfigError naming the variable. */
-export const loadKeyServiceConfig = (env: NodeJS.ProcessEnv = process.env): KeyServiceConfig => parseEnv(KEY_SERVICE_ENV, env);
+export const loadKeyServiceConfig = (env: NodeJS.ProcessEnv = process.env): KeyServiceConfig => parseEnv(KEY_SERVICE_ENV, env, { secrets: ["KEYS_ADMIN_TOKEN"] });
 
 /** Where a generated admin token is saved: beside the SQLite registry, or data/ with PostgreSQL. */
 export const adminTokenFile = (keysDb: string): string => path.join(isPostgresUrl(keysDb) ? "data" : path.dirname(keysDb), "admin-token");

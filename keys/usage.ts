@@ -1,15 +1,11 @@
 import type { Cluster, Redis } from "ioredis";
-import { PLAN_NAMES, type PlanName } from "../lib/api-key-format.ts";
-import { planOverride, type PlanOverride } from "../lib/key-changes.ts";
+import type { PlanName } from "../lib/api-key-format.ts";
+import type { KeyRecord } from "../lib/key-record.ts";
 import { readUsageFile, usageFilePath } from "../lib/key-usage.ts";
-import { limitsFor } from "../lib/plans.ts";
 import { redisKey, subjectForKey } from "../lib/redis-keys.ts";
 import { countedAt } from "../lib/window-buckets.ts";
-import { readChanges } from "./changes.ts";
 import { KeysError } from "./errors.ts";
-import { findIssued, type IssuedKey } from "./registry.ts";
 import { withRedis } from "./redis.ts";
-import { resolveKey } from "./revoke.ts";
 
 /** `keys usage --json`: the plan and limits in force and what the key used of them (times ISO 8601 or null). */
 export interface KeyUsage {
@@ -37,33 +33,32 @@ interface StoredUsage {
   day: number;
   bannedUntilMs: number;
   lastUsedMs: number | null;
-  /** The record's plan in Redis, when it has one. */
-  override?: PlanOverride;
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
-/** The key's usage; throws KeysError for a key never issued or an unreachable Redis. */
-export async function keyUsage(keysDir: string, keyOrId: string, opts: UsageOptions = {}): Promise<KeyUsage> {
+/**
+ * A key's usage against the plan in force (the registry's record): from Redis with `redisUrl`,
+ * else from what a gateway without Redis published to KEYS_DIR/usage.json (nothing used when it
+ * published nothing); last use from the store, else the registry's. Throws KeysError for an
+ * unreachable Redis or a corrupt usage file.
+ */
+export async function keyUsage(record: KeyRecord, keysDir: string, opts: UsageOptions = {}): Promise<KeyUsage> {
   const nowMs = opts.now ?? Date.now();
-  const { keyId } = resolveKey(keysDir, keyOrId.trim(), Math.floor(nowMs / 1000));
-  const issued = findIssued(keysDir, keyId);
-  if (!issued) throw new KeysError(`unknown key id ${JSON.stringify(keyId)}: not in the issued keys of ${keysDir}`);
   const stored = opts.redisUrl
-    ? await withRedis(opts.redisUrl, (client) => readRedisUsage(client, keyId)).catch((err: Error) => {
+    ? await withRedis(opts.redisUrl, (client) => readRedisUsage(client, record.id)).catch((err: Error) => {
         throw new KeysError(`cannot read usage from Redis (${err.message})`);
       })
-    : readPublishedUsage(keysDir, keyId, nowMs);
-  return usageReport(issued, stored.override ?? planOverride(readChanges(keysDir).keys[keyId]), stored);
+    : readPublishedUsage(keysDir, record.id, nowMs);
+  return usageReport(record, { ...stored, lastUsedMs: stored.lastUsedMs ?? record.lastUsedAt });
 }
 
-function usageReport(issued: IssuedKey, override: PlanOverride | undefined, s: StoredUsage): KeyUsage {
-  const plan = override?.plan ?? issued.plan;
-  const limits = override ?? limitsFor(issued);
+function usageReport(record: KeyRecord, s: StoredUsage): KeyUsage {
+  const { limits } = record;
   const banned = s.bannedUntilMs > s.nowMs;
   return {
-    keyId: issued.keyId,
-    plan,
+    keyId: record.id,
+    plan: record.plan,
     limits: { perMinute: limits.perMinute, perDay: limits.perDay },
     used: { minute: s.minute, day: s.day },
     remaining: { minute: Math.max(0, limits.perMinute - s.minute), day: Math.max(0, limits.perDay - s.day) },
@@ -76,26 +71,23 @@ function usageReport(issued: IssuedKey, override: PlanOverride | undefined, s: S
 /** The limiter's own keys (one slot: they share the key's hash tag) at Redis TIME. */
 export async function readRedisUsage(client: Redis | Cluster, keyId: string): Promise<StoredUsage> {
   const subject = subjectForKey(keyId);
-  const [[seconds, micros], minute, day, ban, record] = await Promise.all([
+  const [[seconds, micros], minute, day, ban, lu] = await Promise.all([
     client.time(),
     client.hgetall(redisKey(subject, "m")),
     client.hgetall(redisKey(subject, "d")),
     client.get(redisKey(subject, "ban")),
-    client.hmget(redisKey(subject, "rec"), "p", "m", "d", "lu"),
+    client.hget(redisKey(subject, "rec"), "lu"),
   ]);
   const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   const buckets = (hash: Record<string, string>) =>
     Object.entries(hash).flatMap(([field, count]) => (/^\d+$/.test(field) ? [[Number(field), Number(count)] as const] : []));
-  const [p, m, d, lu] = record;
-  const usage: StoredUsage = {
+  return {
     nowMs,
     minute: countedAt(buckets(minute), 60, nowMs),
     day: countedAt(buckets(day), 86_400, nowMs),
     bannedUntilMs: Number(ban ?? 0),
     lastUsedMs: lu ? Number(lu) : null,
   };
-  if ((PLAN_NAMES as readonly (string | null | undefined)[]).includes(p) && m && d) usage.override = { plan: p as PlanName, perMinute: Number(m), perDay: Number(d) };
-  return usage;
 }
 
 /** What a gateway without Redis published (usage.json); nothing used when it published nothing for the key. */

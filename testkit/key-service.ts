@@ -32,6 +32,8 @@ export interface RunningKeyService {
   url: string;
   /** The bootstrap admin token (scope admin). */
   adminToken: string;
+  /** KEYS_DB: another registry handle on it writes as the command line or a replica would. */
+  db: string;
   keysDir: string;
   registry: KeyRegistry;
   operations: KeyOperations;
@@ -44,7 +46,8 @@ export interface RunningKeyService {
 export async function startKeyService(opts: StartKeyServiceOptions = {}): Promise<RunningKeyService> {
   const dir = mkdtempSync(path.join(tmpdir(), "petstore-keys-"));
   const keysDir = opts.keysDir ?? path.join(dir, "keys");
-  const registry = await openRegistry(opts.db ?? path.join(dir, "keys.sqlite"));
+  const db = opts.db ?? path.join(dir, "keys.sqlite");
+  const registry = await openRegistry(db);
   const logger = opts.logger ?? createLogger("key-service", "silent");
   const service = await createKeyService({
     registry,
@@ -61,6 +64,7 @@ export async function startKeyService(opts: StartKeyServiceOptions = {}): Promis
   return {
     url: `http://127.0.0.1:${port}`,
     adminToken: service.bootstrap.token,
+    db,
     keysDir,
     registry,
     operations: service.operations,

@@ -1,15 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { KEY_AUDIENCE, KEY_ISSUER } from "../../../lib/api-key-format.ts";
 import { UsageError } from "../../../keys/errors.ts";
-import { issueKey, validateIssueOptions, type IssueOptions } from "../../../keys/issue.ts";
+import { issueKey, planLimitProblems } from "../../../keys/issue.ts";
 import { ensureKeyPair } from "../../../keys/key-pairs.ts";
-import { readIssued } from "../../../keys/registry.ts";
 import { tokenPayload, useTempKeysDir } from "../../../testkit/keys.ts";
 
 const keysDir = useTempKeysDir();
 const NOW = Date.UTC(2030, 5, 1, 12);
 
-describe("issueKey", () => {
+describe("issueKey (a signed token no registry records)", () => {
   it("signs ES256 with the active kid and the documented claims", () => {
     const { kid } = ensureKeyPair(keysDir());
     const token = issueKey(keysDir(), { plan: "pro", expiresInSeconds: 3600, now: NOW });
@@ -33,25 +32,6 @@ describe("issueKey", () => {
     expect(payload).not.toHaveProperty("exp");
   });
 
-  it("records every key in issued.jsonl without the token", () => {
-    const { kid } = ensureKeyPair(keysDir());
-    const a = issueKey(keysDir(), { plan: "free", name: "Ada", now: NOW });
-    const b = issueKey(keysDir(), { plan: "enterprise", perMinute: 1, perDay: 2, expiresInSeconds: 60, now: NOW });
-    expect(readIssued(keysDir())).toEqual([
-      { keyId: tokenPayload(a).sub, name: "Ada", plan: "free", kid, createdAt: NOW / 1000, expiresAt: null },
-      {
-        keyId: tokenPayload(b).sub,
-        name: "",
-        plan: "enterprise",
-        perMinute: 1,
-        perDay: 2,
-        kid,
-        createdAt: NOW / 1000,
-        expiresAt: NOW / 1000 + 60,
-      },
-    ]);
-  });
-
   it("gives every key a different id", () => {
     ensureKeyPair(keysDir());
     const ids = new Set(Array.from({ length: 50 }, () => tokenPayload(issueKey(keysDir(), { plan: "free" })).sub));
@@ -63,24 +43,26 @@ describe("issueKey", () => {
   });
 });
 
-describe("validateIssueOptions", () => {
-  it.each<[string, IssueOptions, RegExp]>([
-    ["enterprise without limits", { plan: "enterprise" }, /need both --per-minute and --per-day/],
-    ["enterprise with one limit", { plan: "enterprise", perMinute: 5 }, /need both/],
-    ["zero limit", { plan: "enterprise", perMinute: 0, perDay: 5 }, /--per-minute must be a positive integer/],
-    ["fractional limit", { plan: "enterprise", perMinute: 5, perDay: 5.5 }, /--per-day must be a positive integer/],
-    ["per-day below per-minute", { plan: "enterprise", perMinute: 10, perDay: 5 }, /--per-day \(5\) must be at least --per-minute \(10\)/],
-    ["limits on pro", { plan: "pro", perMinute: 10 }, /enterprise keys only/],
-    ["limits on free", { plan: "free", perDay: 10 }, /enterprise keys only/],
-    ["zero lifetime", { plan: "free", expiresInSeconds: 0 }, /positive number of seconds/],
-    ["long name", { plan: "free", name: "x".repeat(201) }, /--name/],
-    ["control characters in name", { plan: "free", name: "a\nb" }, /--name/],
-  ])("rejects %s", (_, opts, message) => {
-    expect(() => validateIssueOptions(opts)).toThrowError(UsageError);
-    expect(() => validateIssueOptions(opts)).toThrowError(message);
+describe("planLimitProblems", () => {
+  it.each<[string, Parameters<typeof planLimitProblems>[0], { field: string; message: RegExp }[]]>([
+    ["enterprise without limits", { plan: "enterprise" }, [{ field: "perMinute", message: /required/ }, { field: "perDay", message: /required/ }]],
+    ["enterprise with one limit", { plan: "enterprise", perMinute: 5 }, [{ field: "perDay", message: /required/ }]],
+    ["zero limit", { plan: "enterprise", perMinute: 0, perDay: 5 }, [{ field: "perMinute", message: /positive integer/ }]],
+    ["fractional limit", { plan: "enterprise", perMinute: 5, perDay: 5.5 }, [{ field: "perDay", message: /positive integer/ }]],
+    ["per-day below per-minute", { plan: "enterprise", perMinute: 10, perDay: 5 }, [{ field: "perDay", message: /at least perMinute \(10\)/ }]],
+    ["limits on pro", { plan: "pro", perMinute: 10 }, [{ field: "perMinute", message: /enterprise keys only/ }]],
+    ["limits on free", { plan: "free", perDay: 10 }, [{ field: "perDay", message: /enterprise keys only/ }]],
+  ])("refuses %s, naming the field", (_, limits, expected) => {
+    expect(planLimitProblems(limits)).toEqual(expected.map((e) => ({ field: e.field, message: expect.stringMatching(e.message) })));
   });
 
-  it("accepts per-day equal to per-minute", () => {
-    expect(() => validateIssueOptions({ plan: "enterprise", perMinute: 7, perDay: 7 })).not.toThrow();
+  it("accepts per-day equal to per-minute, and a plan without limits", () => {
+    expect(planLimitProblems({ plan: "enterprise", perMinute: 7, perDay: 7 })).toEqual([]);
+    expect(planLimitProblems({ plan: "business" })).toEqual([]);
+  });
+
+  it("issueKey refuses what it names", () => {
+    ensureKeyPair(keysDir());
+    expect(() => issueKey(keysDir(), { plan: "enterprise", perMinute: 5 })).toThrowError(UsageError);
   });
 });

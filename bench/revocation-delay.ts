@@ -13,6 +13,7 @@
  * millisecond). Prints p50 and max per mode as a markdown table.
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -28,17 +29,35 @@ if (!Number.isInteger(revocations) || revocations < 1) throw new Error(`--revoca
 
 const LOG_LEVEL = "warn";
 
-const statusOf = async (gateway: Service, key: string): Promise<number> => {
-  const res = await fetch(`${gateway.address}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } });
-  await res.arrayBuffer();
-  return res.status;
-};
+/**
+ * GET /v1/pets?limit=1 with `key` from the client address of `agent`. Each revocation polls from
+ * an address of its own (127.0.0.2, .3, …): a refused key is counted against its client address
+ * like any request without a valid key, and one address would soon be limited (429) instead of refused.
+ */
+const statusOf = (gateway: Service, key: string, agent: http.Agent): Promise<number> =>
+  new Promise((resolve, reject) => {
+    http
+      .get(`${gateway.address}/v1/pets?limit=1`, { agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode!));
+      })
+      .on("error", reject);
+  });
 
 /** Milliseconds from the revoke's answer until every gateway refuses the key. */
 async function oneRevocation(service: Parameters<typeof createKey>[0], gateways: Service[], n: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, localAddress: `127.0.${Math.floor(n / 250)}.${2 + (n % 250)}` });
+  try {
+    return await revocationDelay(service, gateways, n, agent);
+  } finally {
+    agent.destroy();
+  }
+}
+
+async function revocationDelay(service: Parameters<typeof createKey>[0], gateways: Service[], n: number, agent: http.Agent): Promise<number> {
   const { id, key } = await createKey(service, { plan: "enterprise", perMinute: 1e9, perDay: 1e9, name: `revocation ${n}` });
   for (const g of gateways) {
-    for (let status = await statusOf(g, key); status !== 200; status = await statusOf(g, key)) {
+    for (let status = await statusOf(g, key, agent); status !== 200; status = await statusOf(g, key, agent)) {
       if (status !== 503) throw new Error(`${g.proc.name} answered ${status} for a new key`);
     }
   }
@@ -47,7 +66,7 @@ async function oneRevocation(service: Parameters<typeof createKey>[0], gateways:
   const refused = await Promise.all(
     gateways.map(async (g) => {
       for (;;) {
-        const status = await statusOf(g, key);
+        const status = await statusOf(g, key, agent);
         if (status === 401) return performance.now() - start;
         if (status !== 200) throw new Error(`${g.proc.name} answered ${status} while the revocation travelled`);
         if (performance.now() - start > 10_000) throw new Error(`${g.proc.name} still serves a key revoked 10 s ago`);

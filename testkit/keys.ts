@@ -76,13 +76,15 @@ export interface CliRun {
 
 /**
  * `npm run keys -- ...` as a real process (tools/keys.ts on this runtime), from the repo root,
- * against `keysDir` only: never the developer's or CI's Redis unless `env` names one.
+ * against `keysDir` and, unless `env` names another KEYS_DB, the registry file keysDir/keys.sqlite:
+ * never the developer's or CI's Redis or registry unless `env` names one.
  */
 export function runKeysCli(keysDir: string, args: readonly string[], env: Record<string, string> = {}): Promise<CliRun> {
-  const { REDIS_URL: _never, ...inherited } = process.env;
+  const { REDIS_URL: _never, KEYS_DB: _neither, ...inherited } = process.env;
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+  const own = { KEYS_DIR: keysDir, KEYS_DB: path.join(keysDir, "keys.sqlite"), ...env };
   return new Promise((resolve) => {
-    execFile(process.execPath, ["tools/keys.ts", ...args], { cwd: root, env: { ...inherited, KEYS_DIR: keysDir, ...env } }, (err, stdout, stderr) =>
+    execFile(process.execPath, ["tools/keys.ts", ...args], { cwd: root, env: { ...inherited, ...own } }, (err, stdout, stderr) =>
       resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
     );
   });

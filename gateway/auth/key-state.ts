@@ -82,7 +82,8 @@ export function changedEntry(entry: KeyEntry, changes: Record<string, unknown>):
   if (expiresAt !== undefined) next.expiresAt = expiresAt;
   if (Number.isSafeInteger(changes.generation)) next.generation = changes.generation as number;
   if (typeof changes.graceUntil === "object" && changes.graceUntil !== null) {
-    const grace: Record<string, number> = { ...entry.graceUntil };
+    // A roll carries every grace period still running: the set replaces the one held.
+    const grace: Record<string, number> = {};
     for (const [generation, until] of Object.entries(changes.graceUntil)) {
       const ms = msOrNull(until);
       if (ms !== undefined && ms !== null) grace[generation] = ms;

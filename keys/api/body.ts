@@ -4,9 +4,6 @@ import { ApiError } from "../../lib/http/errors.ts";
 /** Admin requests are small: a key's fields and a small metadata object. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
-/** Metadata is "a small JSON object": its JSON at most this long. */
-export const METADATA_LIMIT_BYTES = 4 * 1024;
-
 const raw = express.raw({ type: () => true, limit: BODY_LIMIT_BYTES });
 
 /**

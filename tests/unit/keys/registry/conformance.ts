@@ -84,6 +84,25 @@ export function registryConformance(name: string, open: () => Promise<RegistryHa
       expect(await reg().lastSeq()).toBe(seq);
     });
 
+    it("updates with `previous` only while the stored record is still that one (compare-and-set); never overwrites last use", async () => {
+      const r = record({ metadata: { a: 1 }, graceUntil: { "0": T0 } });
+      await reg().createKey(r, event(r.id));
+      await reg().touchLastUsed(r.id, T0 + 9);
+      const first = { ...r, name: "first" };
+      await reg().updateKey(first, event(r.id, "key.updated"), r);
+      const seq = await reg().lastSeq();
+      const err = await reg()
+        .updateKey({ ...r, name: "stale" }, event(r.id, "key.updated"), r)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RegistryConflictError);
+      expect(await reg().lastSeq()).toBe(seq);
+      expect(await reg().getKey(r.id)).toEqual({ ...first, lastUsedAt: T0 + 9 });
+      // The record read back (JSON columns included) matches itself as `previous`.
+      const stored = (await reg().getKey(r.id))!;
+      await reg().updateKey({ ...stored, revokedAt: T0 + 1, metadata: { a: 1, b: [1] } }, event(r.id, "key.revoked"), stored);
+      expect(await reg().getKey(r.id)).toMatchObject({ revokedAt: T0 + 1, metadata: { a: 1, b: [1] }, lastUsedAt: T0 + 9 });
+    });
+
     it("lists oldest first, by filters (owner, plan, state at `now`), in cursor pages that cover every key once", async () => {
       const owner = `owner_${ids}`;
       const made: KeyRecord[] = [];

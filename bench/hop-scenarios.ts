@@ -14,7 +14,7 @@ import { startSqliteStack, tracedEnv, type Service } from "./stack.ts";
  */
 export async function hopScenarios(kit: ScenarioKit): Promise<Scenario[]> {
   const variant = (name: string, petEnv: Record<string, string>, gatewayEnv: Record<string, string>, credentials?: grpc.ChannelCredentials) =>
-    startSqliteStack({ dir: kit.dir, keysDir: kit.keysDir, name, auth: kit.auth, seed: kit.settings.seed, logLevel: LOG_LEVEL, petEnv, gatewayEnv, ...(credentials && { credentials }), ...kit.profile });
+    startSqliteStack({ dir: kit.dir, keys: kit.keyService.gatewayEnv, name, auth: kit.auth, seed: kit.settings.seed, logLevel: LOG_LEVEL, petEnv, gatewayEnv, ...(credentials && { credentials }), ...kit.profile });
   const row = (key: string, label: string, { front, pet }: { front: Service; pet: Service }) => kit.http(key, label, kit.list(front), front, false, true, pet);
   const scenarios: Scenario[] = [];
   if (kit.wanted("a-otel1") || kit.wanted("a-otel100")) {

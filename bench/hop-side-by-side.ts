@@ -17,11 +17,10 @@
  * --threads (a second table: each process's CPU per request by kind of thread, from
  * /proc/<pid>/task: the event loop, V8's helpers, the thread pool, the exporter's worker)
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { ensureKeyPair, issueKey } from "../keys/index.ts";
 import { startOtlpReceiver } from "../testkit/otlp-receiver.ts";
 import { getOrCreate } from "../lib/get-or-create.ts";
 import { threadCpuMicros } from "../testkit/cpu.ts";
@@ -31,6 +30,7 @@ import { log, stopAll } from "./processes.ts";
 import { machine } from "./report.ts";
 import { roundOrder } from "./scenario.ts";
 import { startSqliteStack, tracedEnv } from "./stack.ts";
+import { createKey, startKeyServiceProc } from "./key-service.ts";
 
 const { values } = parseArgs({
   options: {
@@ -44,10 +44,8 @@ const { values } = parseArgs({
 const [rate, rounds, duration, warmup] = [values.rate, values.rounds, values.duration, values.warmup].map(Number) as [number, number, number, number];
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "petstore-hop-"));
-const keysDir = path.join(dir, "keys");
-mkdirSync(keysDir);
-ensureKeyPair(keysDir);
-const auth = { authorization: `Bearer ${issueKey(keysDir, { plan: "enterprise", perMinute: 1e9, perDay: 1e9, name: "bench" })}` };
+const keyService = await startKeyServiceProc({ dir, name: "key-service", logLevel: "info" });
+const auth = { authorization: `Bearer ${(await createKey(keyService, { plan: "enterprise", perMinute: 1e9, perDay: 1e9, name: "bench" })).key}` };
 const sink = await startOtlpReceiver({ decode: false });
 
 /** An unsampled client trace, for the row where the client sends one. */
@@ -64,7 +62,7 @@ const CONFIGURATIONS: readonly { key: string; label: string; env: Record<string,
 
 let started = 0;
 async function startStack({ env, client }: (typeof CONFIGURATIONS)[number]) {
-  const { pet, front } = await startSqliteStack({ dir, keysDir, name: `stack-${++started}`, auth, seed: 20, logLevel: "info", petEnv: env, gatewayEnv: env });
+  const { pet, front } = await startSqliteStack({ dir, keys: keyService.gatewayEnv, name: `stack-${++started}`, auth, seed: 20, logLevel: "info", petEnv: env, gatewayEnv: env });
   const target: HttpTarget = { url: `${front.address}/v1/pets?limit=20`, headers: { ...auth, ...client }, status: 200 };
   return { target, pids: { gateway: front.proc.pid, pet: pet.proc.pid }, stop: () => Promise.all([front.proc.stop(), pet.proc.stop()]) };
 }

@@ -21,13 +21,13 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { ensureKeyPair, issueKey } from "../keys/index.ts";
 import { histogramBuckets, parseExposition } from "../testkit/promql.ts";
 import { startRedis, type PrivateRedis } from "../testkit/redis-server.ts";
 import { bucketSpread, type Buckets } from "../testkit/stats.ts";
 import { wrk } from "./load.ts";
 import { log, stopAll } from "./processes.ts";
 import { seedPets, startGateway, startPetService, type Service } from "./stack.ts";
+import { createKey, startKeyServiceProc, type KeyServiceProc } from "./key-service.ts";
 
 const { values: flags } = parseArgs({
   options: { rounds: { type: "string" }, duration: { type: "string" }, smoke: { type: "boolean", default: false } },
@@ -46,8 +46,8 @@ async function buckets(gateways: readonly Service[]): Promise<Buckets> {
 }
 
 /** 100 concurrent requests split over the gateways, on a fresh key each time; throws on a 5xx. */
-async function burst(gateways: readonly Service[], keysDir: string): Promise<void> {
-  const key = issueKey(keysDir, { plan: "enterprise", perMinute: 40, perDay: 100_000, name: "burst" });
+async function burst(gateways: readonly Service[], keyService: KeyServiceProc): Promise<void> {
+  const { key } = await createKey(keyService, { plan: "enterprise", perMinute: 40, perDay: 100_000, name: "burst" });
   const statuses = await Promise.all(
     Array.from({ length: 100 }, async (_, i) => {
       const res = await fetch(`${gateways[i % gateways.length]!.address}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } });
@@ -62,18 +62,16 @@ const fmtMs = (seconds: number) => (seconds === Infinity ? "∞" : `${+(seconds 
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "petstore-limiter-latency-"));
-  const keysDir = path.join(dir, "keys");
-  mkdirSync(keysDir);
-  ensureKeyPair(keysDir);
-  const key = issueKey(keysDir, { plan: "enterprise", perMinute: 1e9, perDay: 1e9, name: "bench" });
-  const auth = { authorization: `Bearer ${key}` };
   let redis: PrivateRedis | undefined;
   try {
     redis = await startRedis();
+    const keyService = await startKeyServiceProc({ dir, name: "key-service", redisUrl: redis.url, logLevel: "info" });
+    const { key } = await createKey(keyService, { plan: "enterprise", perMinute: 1e9, perDay: 1e9, name: "bench" });
+    const auth = { authorization: `Bearer ${key}` };
     const pet = await startPetService({ dir, name: "pet-service", db: path.join(dir, "pets.sqlite"), logLevel: "info" });
     const gateways = await Promise.all(
       ["gateway-a", "gateway-b"].map((name) =>
-        startGateway({ dir, name, petAddress: pet.address, redisUrl: redis!.url, keysDir, logLevel: "info", env: { REDIS_COMMAND_TIMEOUT_MS: "60000" } }),
+        startGateway({ dir, name, petAddress: pet.address, redisUrl: redis!.url, keys: keyService.gatewayEnv, logLevel: "info", env: { REDIS_COMMAND_TIMEOUT_MS: "60000" } }),
       ),
     );
     await seedPets(gateways[0]!.address, auth, 20);
@@ -86,7 +84,7 @@ async function main(): Promise<void> {
       wrk: () => wrkOn(gateways[0]!),
       "wrk×2": () => Promise.all(gateways.map(wrkOn)),
       bursts: async () => {
-        for (let i = 0; i < bursts; i++) await burst(gateways, keysDir);
+        for (let i = 0; i < bursts; i++) await burst(gateways, keyService);
       },
     };
     const spreads = new Map<string, ReturnType<typeof bucketSpread>[]>();

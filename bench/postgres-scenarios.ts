@@ -29,7 +29,7 @@ export async function postgresScenarios(kit: ScenarioKit): Promise<Scenario[]> {
     dir: kit.dir,
     name: "gateway-pg",
     petAddress: `ipv4:${replicas.map((r) => r.address).join(",")}`,
-    keysDir: kit.keysDir,
+    keys: kit.keyService.gatewayEnv,
     logLevel: LOG_LEVEL,
     redisUrl: kit.redis.url,
     ...kit.profile,

@@ -2,8 +2,9 @@
  * `npm run bench`: what a request costs, per process, on every path from bare Express to the full
  * gateway, every part a real process on loopback.
  *
- * Starts a private redis-server (nothing on disk), one pet service (SQLite, LOG_LEVEL=info) shared
- * by every scenario, two gateways in front of it (Redis limiter and memory limiter, LOG_LEVEL=info
+ * Starts a private redis-server (nothing on disk), the key service (its own process, SQLite
+ * registry, publishing key records to that Redis; every gateway follows it), one pet service
+ * (SQLite, LOG_LEVEL=info) shared by every scenario, two gateways in front of it (Redis limiter and memory limiter, LOG_LEVEL=info
  * as production logs, to a file), seeds 20 pets, takes the bytes of GET /v1/pets?limit=20 and
  * starts the fronts that answer them: bare Express (bench/bare-express.ts) and the two floors of
  * bench/express-grpc-floor.ts. Then, alternating scenario by scenario within each round (the order
@@ -31,13 +32,13 @@
  *        ours as scenarios a@base, a-mem@base, c-mem@base, g@base and h@base; combine with --only a,a@base,…)
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
-import { ensureKeyPair, issueKey } from "../keys/index.ts";
 import { startRedis, type PrivateRedis } from "../testkit/redis-server.ts";
+import { createKey, startKeyServiceProc } from "./key-service.ts";
 import { openLoop, type Run } from "./load.ts";
 import { log, stopAll } from "./processes.ts";
 import { commandDelta, commandStats, commandsPerRequest, limiterMemory, summarizeCounts, type CommandCounts } from "./redis-stats.ts";
@@ -86,8 +87,8 @@ const settings = {
 };
 
 const RESULTS_INTRO =
-  "`npm run bench` (bench/run.ts and its modules) starts a private Redis, one pet service and two gateways (Redis and " +
-  "memory limiter) as separate processes, seeds 20 pets and drives them with wrk and h2load beside bare Express, two " +
+  "`npm run bench` (bench/run.ts and its modules) starts a private Redis, the key service, one pet service and two gateways (Redis and " +
+  "memory limiter, both following the key service) as separate processes, seeds 20 pets and drives them with wrk and h2load (row (a-scoped): the full path with a key that has scopes and allowed networks) beside bare Express, two " +
   "Express + grpc-js floors, a grpc-js server answering fixed bytes and, when Debian's Go packages are installed, " +
   "grpc-gateway (bench/grpc-gateway/, built offline), PostgreSQL (a private database) behind two pet-service replicas, " +
   "and the memory-limiter path again with tracing disabled, unset and on (1 % and 100 % sampled, to a local OTLP sink) " +
@@ -113,20 +114,23 @@ async function main(): Promise<number> {
     return 2;
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), "petstore-bench-"));
-  const keysDir = path.join(dir, "keys");
-  mkdirSync(keysDir);
-  ensureKeyPair(keysDir);
-  const key = issueKey(keysDir, { plan: "enterprise", perMinute: 1e9, perDay: 1e9, name: "bench" });
   let stats: Redis | undefined;
   try {
     const redis = (redisServer = await startRedis());
     stats = new Redis(redis.url);
     log(`redis ${redis.url}; temp dir ${dir}`);
+    // The gateways follow a real key service (its own process, publishing key records to the same Redis).
+    const keyService = await startKeyServiceProc({ dir, name: "key-service", redisUrl: redis.url, logLevel: "info" });
+    const unlimited = { plan: "enterprise", perMinute: 1e9, perDay: 1e9 } as const;
+    const { key } = await createKey(keyService, { ...unlimited, name: "bench" });
+    // (a-scoped): the same path with a key whose scopes and allowed networks the gateway checks on every request.
+    const scoped = await createKey(keyService, { ...unlimited, name: "bench scoped", scopes: ["pets:read"], allowedCidrs: ["10.0.0.0/8", "127.0.0.0/8", "::1/128"] });
     const only = flags.only?.split(",");
     const built = await buildScenarios({
       dir,
-      keysDir,
+      keyService,
       auth: { authorization: `Bearer ${key}` },
+      scopedAuth: { authorization: `Bearer ${scoped.key}` },
       redis,
       settings,
       ...(flags.profile && { profileDir: flags.profile }),
@@ -143,11 +147,12 @@ async function main(): Promise<number> {
     const monitor = full
       ? {
           a: await commandsPerRequest(redis.url, targets.a, settings.monitorRequests),
+          aScoped: await commandsPerRequest(redis.url, { ...targets.a, headers: { authorization: `Bearer ${scoped.key}` } }, settings.monitorRequests),
           c: await commandsPerRequest(redis.url, targets.c, settings.monitorRequests),
           d: await commandsPerRequest(redis.url, targets.d, settings.monitorRequests),
         }
       : undefined;
-    if (monitor) log(`Redis commands per request (MONITOR): a ${monitor.a}, c ${monitor.c}, d ${monitor.d}`);
+    if (monitor) log(`Redis commands per request (MONITOR): a ${monitor.a}, a-scoped ${monitor.aScoped}, c ${monitor.c}, d ${monitor.d}`);
 
     if (settings.warmupSeconds) {
       log(`warming up (${settings.warmupSeconds} s each)`);

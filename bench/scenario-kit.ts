@@ -1,4 +1,5 @@
 import type { PrivateRedis } from "../testkit/redis-server.ts";
+import type { KeyServiceProc } from "./key-service.ts";
 import { encodeRequest, grpcFrame, methodPath, type PetMethod } from "./grpc-frame.ts";
 import { h2load, openLoop, wrk, type HttpTarget, type LoadOptions } from "./load.ts";
 import type { Scenario } from "./scenario.ts";
@@ -17,9 +18,12 @@ export const NEW_PET = { name: "Bench pet", categoryId: 7, status: "pending" };
 
 export interface KitOptions {
   dir: string;
-  keysDir: string;
+  /** The key service every gateway follows (its own process). */
+  keyService: KeyServiceProc;
   /** The Authorization header of a key that is never limited. */
   auth: Record<string, string>;
+  /** The same, of a key with scopes (pets:read) and allowed networks (loopback among them). */
+  scopedAuth: Record<string, string>;
   redis: PrivateRedis;
   settings: { connections: number; seed: number; clientWarmupCalls: number };
   profileDir?: string;

@@ -45,12 +45,12 @@ export interface Scenarios {
 const CREATE_REQUEST = { name: NEW_PET.name, categoryId: String(NEW_PET.categoryId), status: "PET_STATUS_PENDING" };
 
 export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> {
-  const { dir, keysDir, auth, redis, settings } = opts;
+  const { dir, keyService, auth, redis, settings } = opts;
   const pet = await startPetService({ dir, name: "pet-service", db: path.join(dir, "pets.sqlite"), logLevel: LOG_LEVEL, ...(opts.profileDir && { profileDir: opts.profileDir }) });
   const kit = createKit(opts, pet);
   const { wanted, http, list, noop, grpcDirect } = kit;
   const gateway = (name: string, redisUrl?: string) =>
-    startGateway({ dir, name, petAddress: pet.address, keysDir, logLevel: LOG_LEVEL, ...(redisUrl && { redisUrl }), ...kit.profile });
+    startGateway({ dir, name, petAddress: pet.address, keys: keyService.gatewayEnv, logLevel: LOG_LEVEL, ...(redisUrl && { redisUrl }), ...kit.profile });
   const gwRedis = await gateway("gateway-redis", redis.url);
   const gwMemory = wanted("a-mem") || wanted("c-mem") ? await gateway("gateway-memory") : undefined;
 
@@ -75,6 +75,7 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
   const targets = { a: list(gwRedis), b: { url: `${bare.address}/v1/pets?limit=20`, status: 200 }, c: noop(gwRedis), d: kit.create(gwRedis) };
   const all: (Scenario | undefined)[] = [
     http("a", "(a) full path: GET /v1/pets?limit=20 (auth, Redis quota, gRPC, SQLite; 20 pets)", targets.a, gwRedis, true),
+    http("a-scoped", "(a) full path with a key that has scopes (pets:read) and allowed networks (3 CIDRs): both checked on every request", { ...targets.a, headers: opts.scopedAuth }, gwRedis, true),
     gwMemory && http("a-mem", "(a) full path at LOG_LEVEL=info, memory limiter (no Redis)", list(gwMemory), gwMemory),
     http("b", "(b) bare Express: GET /v1/pets, the same bytes", targets.b, bare, false, false),
     http("c", "(c) auth + limiter only: GET /v1/bench-noop → 404 after the guard (Redis)", targets.c, gwRedis, true, false),
@@ -103,12 +104,14 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
 
 /** --compare: another checkout's pet service and gateways (Redis and memory limiter) beside ours. */
 async function baseScenarios(kit: ScenarioKit, root: string): Promise<Scenario[]> {
-  const { dir, keysDir, redis, http, list, noop } = kit;
+  const { dir, keyService, redis, http, list, noop } = kit;
+  // A checkout from before the key service reads the public keys from KEYS_DIR.
+  const keys = { ...keyService.gatewayEnv, KEYS_DIR: keyService.keysDir };
   const basePet = await startPetService({ dir, name: "pet-service-base", db: path.join(dir, "pets-base.sqlite"), logLevel: LOG_LEVEL, root, ...kit.profile });
-  const baseGateway = await startGateway({ dir, name: "gateway-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, redisUrl: redis.url, root, ...kit.profile });
+  const baseGateway = await startGateway({ dir, name: "gateway-base", petAddress: basePet.address, keys, logLevel: LOG_LEVEL, redisUrl: redis.url, root, ...kit.profile });
   await seedPets(baseGateway.address, kit.auth, kit.settings.seed);
   const baseDirect = await kit.grpcDirect("g@base", `(g) the pet service alone, ${root}`, "ListPets", { limit: 20 }, basePet);
-  const baseMemory = await startGateway({ dir, name: "gateway-memory-base", petAddress: basePet.address, keysDir, logLevel: LOG_LEVEL, root, ...kit.profile });
+  const baseMemory = await startGateway({ dir, name: "gateway-memory-base", petAddress: basePet.address, keys, logLevel: LOG_LEVEL, root, ...kit.profile });
   return [
     http("c-mem@base", `(c) auth + limiter only, memory limiter, ${root}`, noop(baseMemory), baseMemory, false, false, basePet),
     http("a@base", `(a) full path, ${root}`, list(baseGateway), baseGateway, true, true, basePet),

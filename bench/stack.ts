@@ -65,7 +65,8 @@ export interface GatewayOptions {
   petAddress: string;
   /** Unset: the in-memory limiter. */
   redisUrl?: string;
-  keysDir: string;
+  /** The key service it follows: KEYS_URL, KEYS_SERVICE_TOKEN (bench/key-service.ts's gatewayEnv). */
+  keys: Record<string, string>;
   logLevel: string;
   profileDir?: string;
   /** Another checkout to run the gateway from (--compare); this one by default. */
@@ -85,7 +86,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Service> {
       GATEWAY_PORT: String(port),
       PET_SERVICE_ADDR: opts.petAddress,
       ...(opts.redisUrl && { REDIS_URL: opts.redisUrl }),
-      KEYS_DIR: opts.keysDir,
+      ...opts.keys,
       LOG_LEVEL: opts.logLevel,
       ...opts.env,
     },
@@ -125,7 +126,7 @@ export async function seedPets(gatewayUrl: string, headers: Record<string, strin
  */
 export async function startSqliteStack(o: {
   dir: string;
-  keysDir: string;
+  keys: Record<string, string>;
   name: string;
   auth: Record<string, string>;
   seed: number;
@@ -137,7 +138,7 @@ export async function startSqliteStack(o: {
 }): Promise<{ pet: Service; front: Service }> {
   const { dir, name, logLevel, profileDir } = o;
   const pet = await startPetService({ dir, name: `pet-service-${name}`, db: path.join(dir, `pets-${name}.sqlite`), logLevel, env: o.petEnv, ...(o.credentials && { credentials: o.credentials }), ...(profileDir && { profileDir }) });
-  const front = await startGateway({ dir, name: `gateway-${name}`, petAddress: pet.address, keysDir: o.keysDir, logLevel, env: o.gatewayEnv, ...(profileDir && { profileDir }) });
+  const front = await startGateway({ dir, name: `gateway-${name}`, petAddress: pet.address, keys: o.keys, logLevel, env: o.gatewayEnv, ...(profileDir && { profileDir }) });
   await seedPets(front.address, o.auth, o.seed);
   return { pet, front };
 }

@@ -11,7 +11,7 @@ export interface ReportInput {
   scenarios: ReportRow[];
   /** Rows offered one constant rate, open loop: the hop rows at one rate, (a) and (b) at half peak. */
   openLoopRows: ReportRow[];
-  redis?: { monitor: { a: number; c: number; d: number }; a: CommandCounts; c: CommandCounts; memory: MemoryReport };
+  redis?: { monitor: { a: number; aScoped: number; c: number; d: number }; a: CommandCounts; c: CommandCounts; memory: MemoryReport };
   notMeasured: string[];
   /** The SQLite driver comparison's table (bench/sqlite-drivers.ts), when it ran. */
   drivers?: string[];
@@ -57,7 +57,7 @@ export function benchReport(r: ReportInput): string {
       `Redis during (a): ${fmt(a.scripts, 2)} EVALSHA + ${fmt(a.other, 2)} other commands per request ` +
         `(INFO commandstats; the script itself runs ${fmt(a.internal, 1)} commands inside Redis per request); ` +
         `during (c): ${fmt(c.scripts, 2)} + ${fmt(c.other, 2)}. Round trips per request (MONITOR, ${r.settings.monitorRequests} ` +
-        `sequential requests each): ${fmt(monitor.a, 2)} (a), ${fmt(monitor.c, 2)} (c), ${fmt(monitor.d, 2)} (d).`,
+        `sequential requests each): ${fmt(monitor.a, 2)} (a), ${fmt(monitor.aScoped, 2)} (a-scoped), ${fmt(monitor.c, 2)} (c), ${fmt(monitor.d, 2)} (d).`,
       "",
       `Limiter memory per key at 100,000/day: ${fmt(memory.bytes)} bytes after ${fmt(memory.admitted)} admitted requests ` +
         `(minute hash ${fmt(memory.minuteBytes)} B with ${memory.minuteFields} fields, day hash ${fmt(memory.dayBytes)} B with ` +
@@ -102,6 +102,9 @@ function targetLines(get: (key: string) => Summary | undefined): string[] {
     const extra = (redis.cpu.front ?? NaN) - (memory.cpu.front ?? NaN);
     line(extra <= REDIS_EXTRA_US, `Redis path ≤ memory path + ${REDIS_EXTRA_US} CPU-µs (gateway): ${fmt(redis.cpu.front ?? NaN)} vs ${fmt(memory.cpu.front ?? NaN)} µs (${extra >= 0 ? "+" : ""}${fmt(extra)})`);
   }
+  const scoped = get("a-scoped");
+  // Issue 39: scopes and allowed networks are decided from the key's state in memory, no I/O.
+  if (redis && scoped) lines.push(`- reported: (a-scoped), a key with scopes and allowed networks, over (a): ${over(scoped, redis).text}`);
   const [pet, floor] = [get("g"), get("k")];
   if (pet && floor) {
     const x = (pet.cpu.pet ?? NaN) / (floor.cpu.pet ?? NaN);

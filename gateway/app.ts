@@ -3,7 +3,7 @@ import { context } from "@opentelemetry/api";
 import express, { type Request, type Response } from "express";
 import type { Logger } from "../lib/logger.ts";
 import type { KeyVerifier } from "./auth/jwt-verifier.ts";
-import type { KeyChangeList } from "./auth/key-changes.ts";
+import type { KeyStateView } from "./auth/key-state.ts";
 import { deprecationHeaders, type Deprecation } from "./http/deprecation.ts";
 import { docsRouter } from "../lib/http/docs.ts";
 import { ApiError } from "../lib/http/errors.ts";
@@ -38,7 +38,7 @@ export interface AppDeps {
   pets: PetClient;
   verifier: KeyVerifier;
   limiter: LimiterStore;
-  keyChanges: KeyChangeList;
+  keys: KeyStateView;
   clock: Clock;
   logger: Logger;
   /** Express "trust proxy": which X-Forwarded-For hops name the client (TRUST_PROXY). */

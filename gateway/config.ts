@@ -1,7 +1,6 @@
 import express from "express";
 import { z } from "zod";
 import { decimalText, integer, parseEnv, port } from "../lib/config.ts";
-import { defaultKeysDir } from "../lib/keys-dir.ts";
 import { DEFAULT_COMMAND_TIMEOUT_MS, redisUrl } from "../lib/redis-client.ts";
 import type { TlsFiles } from "../lib/tls-files.ts";
 import { batchFitsQueue, OTEL_ENV } from "../lib/tracing/config.ts";
@@ -47,7 +46,11 @@ export const GATEWAY_ENV = z.object({
    * guessed: the script may have counted it); a minute is surely a mistake of units.
    */
   REDIS_COMMAND_TIMEOUT_MS: integer(DEFAULT_COMMAND_TIMEOUT_MS, "a number of milliseconds from 1 to 60000", 1, 60_000),
-  KEYS_DIR: z.string().default(defaultKeysDir),
+  /** The key service (its JWKS and change feed) and the admin token (scope `gateway`) the feed needs. */
+  KEYS_URL: httpUrl.default("http://127.0.0.1:8081"),
+  KEYS_SERVICE_TOKEN: z.string().min(1, "must not be empty").optional(),
+  /** Without Redis only: where the memory limiter publishes usage.json for `keys usage` (unset: nowhere). */
+  KEYS_DIR: z.string().optional(),
   BAN_AFTER: positiveInt(20, "a positive integer"),
   BAN_SECONDS: positiveInt(900, "a positive number of seconds"),
   TRUST_PROXY: trustProxy,

@@ -4,8 +4,9 @@ import type { Logger } from "../lib/logger.ts";
 import { createApp, type AppDeps } from "./app.ts";
 import { clientErrorHandler } from "../lib/http/client-error.ts";
 import { createKeyVerifier } from "./auth/jwt-verifier.ts";
-import { watchRevocations } from "./auth/revocation-list.ts";
-import { watchKeyChanges } from "./auth/key-changes.ts";
+import { createKeyState } from "./auth/key-state.ts";
+import { createPublicKeySet } from "./auth/jwks.ts";
+import { followKeyService } from "./auth/key-service-feed.ts";
 import { petServiceTlsFiles, upstreamsOf, type GatewayConfig } from "./config.ts";
 import { createLimiter, type Limiter } from "./limiter/create-limiter.ts";
 import { ANONYMOUS_WINDOWS } from "./quota/plans.ts";
@@ -24,34 +25,44 @@ export interface GatewayOptions {
   limiter?: Limiter;
   /** Tests only: replaces app dependencies after wiring. */
   overrides?: Partial<AppDeps>;
-  /** How often KEYS_DIR/revoked.json is polled (default 1 s). */
-  revocationPollMs?: number;
+  /** Tests only: how long the key service holds a long poll of its feed (default 25 s). */
+  feedWaitSeconds?: number;
 }
 
 export interface Gateway {
   app: express.Express;
   /** From now on /readyz answers 503 "shutting down". */
   markStopping(): void;
-  /** Closes the gRPC channels, Redis and the key watchers (after the HTTP server has closed). */
+  /** Closes the gRPC channels, Redis and the key service's feed (after the HTTP server has closed). */
   close(): Promise<void>;
 }
 
 /**
- * Wires the gateway's real collaborators from its configuration: key verification, the limiter
+ * Wires the gateway's real collaborators from its configuration: key verification (the key
+ * service's JWKS and feed, followed in the background), the limiter
  * REDIS_URL selects (waiting up to 2 s for Redis), one long-lived pet-service client, readiness.
  * main.ts listens on it; tests use the same wiring.
  */
 export async function createGateway(config: GatewayConfig, opts: GatewayOptions): Promise<Gateway> {
   const { clock, logger } = opts;
   const metrics = opts.metrics ?? createGatewayMetrics();
-  const revocations = watchRevocations({ keysDir: config.KEYS_DIR, ...(opts.revocationPollMs ? { pollMs: opts.revocationPollMs } : {}) });
-  const keyChanges = watchKeyChanges({ keysDir: config.KEYS_DIR, ...(opts.revocationPollMs ? { pollMs: opts.revocationPollMs } : {}) });
-  const verifier = createKeyVerifier({ keysDir: config.KEYS_DIR, clock, revocations, keyChanges });
+  // The key service's state, followed in the background: requests read it from memory.
+  const keys = createKeyState();
+  const publicKeys = createPublicKeySet();
+  const feed = followKeyService({
+    url: config.KEYS_URL,
+    token: config.KEYS_SERVICE_TOKEN,
+    state: keys,
+    publicKeys,
+    logger,
+    ...(opts.feedWaitSeconds !== undefined && { waitSeconds: opts.feedWaitSeconds }),
+  });
+  const verifier = createKeyVerifier({ publicKeys, keys, clock });
   const limiter =
     opts.limiter ??
     createLimiter({
       redisUrl: config.REDIS_URL,
-      usageDir: config.KEYS_DIR,
+      ...(config.KEYS_DIR !== undefined && { usageDir: config.KEYS_DIR }),
       ban: { after: config.BAN_AFTER, seconds: config.BAN_SECONDS },
       clock,
       logger,
@@ -78,6 +89,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
   // are still limited in Redis and the failing node's from memory, with this replica's share.
   const checks: ReadinessCheck[] = [
     async () => (stopping ? "shutting down" : undefined),
+    async () => feed.notReady(),
     petHealth,
     async () => (limiter.outage() === "full" ? "redis unavailable (limiting from memory)" : undefined),
     async () => (limiter.late() === "full" ? "redis not answering in time (its decisions refused with 503)" : undefined),
@@ -91,7 +103,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     pets,
     verifier,
     limiter,
-    keyChanges,
+    keys,
     clock,
     logger,
     trustProxy: config.TRUST_PROXY,
@@ -112,9 +124,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     async close() {
       pets.close();
       tls?.close();
-      verifier.close();
-      revocations.close();
-      keyChanges.close();
+      feed.close();
       await limiter.close();
     },
   };

@@ -1,7 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { runMain } from "../lib/config.ts";
-import { legacyKeysDirNotice } from "../lib/keys-dir.ts";
 import { exitWhenLogged, startShutdownDeadline } from "../lib/exit.ts";
 import { createLogger } from "../lib/logger.ts";
 import { loadGatewayConfig, shutdownDeadlineMs } from "./config.ts";
@@ -15,8 +14,7 @@ await runMain(async () => {
   const config = loadGatewayConfig();
   const tracing = startTracing("gateway", tracingSettings(config));
   const logger = createLogger("gateway");
-  const legacyKeysDir = legacyKeysDirNotice(config.KEYS_DIR);
-  if (legacyKeysDir) logger.warn(legacyKeysDir);
+  if (!config.KEYS_SERVICE_TOKEN) logger.warn("KEYS_SERVICE_TOKEN is not set: the key service will refuse the feed and every /v1 request gets 503 until it is");
   const gateway = await createGateway(config, { clock: systemClock, logger, metrics: createGatewayMetrics({ defaultMetrics: true }) });
   const { app } = gateway;
 
@@ -29,6 +27,7 @@ await runMain(async () => {
         petService: config.PET_SERVICE_ADDR,
         petServiceTls: Boolean(config.PET_SERVICE_TLS_CA ?? config.PET_SERVICE_TLS_CLIENT_CERT),
         redis: Boolean(config.REDIS_URL),
+        keyService: config.KEYS_URL,
         tracesExported: tracing.exporting,
         node: process.version,
       },

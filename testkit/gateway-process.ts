@@ -2,7 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import http from "node:http";
 import { afterAll, beforeAll } from "vitest";
-import { createTestKeys, type TestKeys } from "./gateway.ts";
+import { createTestKeys, keyStateLoaded, type TestKeys } from "./gateway.ts";
 import { freePort } from "./net.ts";
 import { startPetService, type RunningPetService } from "./pet-service.ts";
 import { exitWithin, launchNode, type Ended } from "./process.ts";
@@ -17,8 +17,11 @@ export interface GatewayProcess {
   exited: Promise<number | null>;
 }
 
-/** `opts.stdout`: a descriptor for its stdout (testkit/output-faults.ts) instead of a pipe this process reads. */
-export async function spawnGateway(env: Record<string, string>, opts: { stdout?: number } = {}): Promise<GatewayProcess> {
+/**
+ * `opts.stdout`: a descriptor for its stdout (testkit/output-faults.ts) instead of a pipe this
+ * process reads. Resolves once it listens and (unless `opts.cold`) has loaded the key service's state.
+ */
+export async function spawnGateway(env: Record<string, string>, opts: { stdout?: number; cold?: boolean } = {}): Promise<GatewayProcess> {
   const port = await freePort();
   const { child, output, exited } = launchNode("gateway/main.ts", { GATEWAY_HOST: "127.0.0.1", GATEWAY_PORT: String(port), ...env }, [], opts);
   const url = `http://127.0.0.1:${port}`;
@@ -37,12 +40,13 @@ export async function spawnGateway(env: Record<string, string>, opts: { stdout?:
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+  if (!opts.cold) await until("the gateway loaded the key service's state", () => keyStateLoaded(url));
   return { url, child, output, exited: exited.then((e) => e.code) };
 }
 
 /**
- * For one test file: a pet service, a KEYS_DIR and the real gateway process in front of them
- * (`env` on top), started before the tests and stopped after them.
+ * For one test file: a pet service, a key service (in this process) and the real gateway process
+ * in front of them (`env` on top), started before the tests and stopped after them.
  */
 export function useGatewayProcess(env: Record<string, string>): { gateway(): GatewayProcess; keys(): TestKeys } {
   let pets: RunningPetService;
@@ -50,7 +54,7 @@ export function useGatewayProcess(env: Record<string, string>): { gateway(): Gat
   let gateway: GatewayProcess;
   beforeAll(async () => {
     [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
-    gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, ...env });
+    gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, ...keys.gatewayEnv, ...env });
   });
   afterAll(async () => {
     gateway?.child.kill("SIGTERM");
@@ -72,17 +76,17 @@ export function loggedReplicas(gateway: GatewayProcess): number | undefined {
 }
 
 /**
- * For one test file: a pet service, a KEYS_DIR and `count` real gateway processes on the Redis at
- * `redisUrl()` (`env` on top), started before the tests once each heartbeat counts them all, and
- * stopped after them.
+ * For one test file: a pet service, a key service (publishing to the same Redis) and `count` real
+ * gateway processes on the Redis at `redisUrl()` (`env` on top), started before the tests once
+ * each heartbeat counts them all, and stopped after them.
  */
 export function useGatewayProcesses(count: number, redisUrl: () => string, env: Record<string, string> = {}): { gateways(): GatewayProcess[]; keys(): TestKeys } {
   let pets: RunningPetService;
   let keys: TestKeys;
   let gateways: GatewayProcess[] = [];
   beforeAll(async () => {
-    [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
-    const all = { PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, REDIS_URL: redisUrl(), LOG_LEVEL: "info", ...env };
+    [pets, keys] = await Promise.all([startPetService(), createTestKeys({ redisUrl: redisUrl() })]);
+    const all = { PET_SERVICE_ADDR: pets.address, ...keys.gatewayEnv, REDIS_URL: redisUrl(), LOG_LEVEL: "info", ...env };
     gateways = await Promise.all(Array.from({ length: count }, () => spawnGateway(all)));
     await until("every heartbeat counts every gateway", () => gateways.every((g) => loggedReplicas(g) === count));
   });

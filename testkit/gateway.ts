@@ -1,34 +1,79 @@
-import { mkdtemp, rm } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
-import path from "node:path";
-import type { Server } from "node:http";
+import http, { type Server } from "node:http";
 import { createLogger } from "../lib/logger.ts";
+import type { PlanName } from "../lib/api-key-format.ts";
+import type { KeyRecordJson, Scope } from "../lib/key-record.ts";
 import type { AppDeps } from "../gateway/app.ts";
 import { loadGatewayConfig } from "../gateway/config.ts";
 import { createGateway, createHttpServer } from "../gateway/gateway.ts";
 import { createLimiter, type Limiter, type LimiterOptions } from "../gateway/limiter/create-limiter.ts";
 import { createGatewayMetrics, limiterMetrics, type GatewayMetrics } from "../gateway/ops/metrics.ts";
-import { ensureKeyPair, issueKey, type IssueOptions } from "../keys/index.ts";
 import type { Clock } from "../lib/clock.ts";
 import { afterAll, beforeAll } from "vitest";
+import { adminRequest, startKeyService, type RunningKeyService } from "./key-service.ts";
+import { tokenPayload } from "./keys.ts";
 import { startPetService, type RunningPetService } from "./pet-service.ts";
 import { until } from "./until.ts";
 
-/** A temporary KEYS_DIR with a signing pair, and a helper to issue keys into it. */
+/** What a test asks of a new key (the admin API's POST /v1/keys, with a lifetime instead of a time). */
+export interface TestIssueOptions {
+  plan?: PlanName;
+  perMinute?: number;
+  perDay?: number;
+  expiresInSeconds?: number;
+  name?: string;
+  scopes?: Scope[];
+  allowedCidrs?: string[];
+}
+
+/**
+ * A real key service in this process (its own SQLite registry and KEYS_DIR in a temp folder) and
+ * its admin API, for tests: gateways follow it (`gatewayEnv`), tests issue, change and revoke keys
+ * through it over HTTP as an operator's backend would.
+ */
 export interface TestKeys {
+  /** The key service's KEYS_DIR (its signing pairs). */
   dir: string;
-  issue(opts?: Partial<IssueOptions>): string;
+  service: RunningKeyService;
+  /** KEYS_URL and KEYS_SERVICE_TOKEN, as a gateway needs them. */
+  gatewayEnv: Record<string, string>;
+  /** POST /v1/keys (a business key unless told); the token. */
+  issue(opts?: TestIssueOptions): Promise<string>;
+  /** POST /v1/keys/{id}/revoke, by key or key id. */
+  revoke(keyOrId: string): Promise<void>;
+  /** PATCH /v1/keys/{id} (JSON Merge Patch). */
+  update(keyOrId: string, patch: Record<string, unknown>): Promise<KeyRecordJson>;
+  /** POST /v1/keys/{id}/roll; the new token. */
+  roll(keyOrId: string, graceSeconds?: number): Promise<string>;
   remove(): Promise<void>;
 }
 
-export async function createTestKeys(): Promise<TestKeys> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "petstore-keys-"));
-  ensureKeyPair(dir);
+/** A key's id from the key itself or the id. */
+export const keyIdOf = (keyOrId: string): string => (keyOrId.includes(".") ? String(tokenPayload(keyOrId).sub) : keyOrId);
+
+export async function createTestKeys(opts: { redisUrl?: string } = {}): Promise<TestKeys> {
+  const service = await startKeyService(opts.redisUrl ? { redisUrl: opts.redisUrl } : {});
+  const admin = async (method: string, path: string, body?: unknown, contentType = "application/json"): Promise<Record<string, unknown>> => {
+    const answer = await adminRequest(service.url, method, path, { token: service.adminToken, body, headers: body === undefined ? {} : { "Content-Type": contentType } });
+    if (answer.status >= 300) throw new Error(`${method} ${path} answered ${answer.status}: ${answer.text}`);
+    return answer.body as Record<string, unknown>;
+  };
   return {
-    dir,
-    issue: (opts = {}) => issueKey(dir, { plan: "business", ...opts }),
-    remove: () => rm(dir, { recursive: true, force: true }),
+    dir: service.keysDir,
+    service,
+    gatewayEnv: { KEYS_URL: service.url, KEYS_SERVICE_TOKEN: service.adminToken },
+    async issue({ expiresInSeconds, name = "test", plan = "business", ...rest } = {}) {
+      const expiresAt = expiresInSeconds === undefined ? undefined : new Date(Date.now() + expiresInSeconds * 1000).toISOString();
+      return String((await admin("POST", "/v1/keys", { name, plan, ...rest, ...(expiresAt && { expiresAt }) })).key);
+    },
+    async revoke(keyOrId) {
+      await admin("POST", `/v1/keys/${keyIdOf(keyOrId)}/revoke`);
+    },
+    update: async (keyOrId, patch) =>
+      (await admin("PATCH", `/v1/keys/${keyIdOf(keyOrId)}`, patch, "application/merge-patch+json")) as unknown as KeyRecordJson,
+    roll: async (keyOrId, graceSeconds) =>
+      String((await admin("POST", `/v1/keys/${keyIdOf(keyOrId)}/roll`, graceSeconds === undefined ? {} : { graceSeconds })).key),
+    remove: () => service.stop(),
   };
 }
 
@@ -40,16 +85,19 @@ export interface RunningGateway {
 
 export interface GatewayOptions {
   petServiceAddr: string;
-  keysDir: string;
+  /** The key service it follows (createTestKeys). */
+  keys: Pick<TestKeys, "gatewayEnv">;
   clock?: Clock;
   /** A limiter, or a factory given the app's metrics (so Redis faults are counted where /metrics shows them). */
   limiter?: Limiter | ((metrics: GatewayMetrics) => Limiter);
   timeoutMs?: number;
   overrides?: Partial<AppDeps>;
+  /** Do not wait for the key service's state (a test of the cold start). */
+  cold?: boolean;
 }
 
 /**
- * For one test file or describe block: a pet service, a KEYS_DIR and the real gateway wiring in
+ * For one test file or describe block: a pet service, a key service and the real gateway wiring in
  * this process in front of them (its limiter in memory), started before the tests and stopped
  * after them. testkit/gateway-process.ts's useGatewayProcess runs the gateway as its own process.
  */
@@ -59,7 +107,7 @@ export function useGateway(): { gateway(): RunningGateway; keys(): TestKeys } {
   let gateway: RunningGateway;
   beforeAll(async () => {
     [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
-    gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir });
+    gateway = await startGateway({ petServiceAddr: pets.address, keys });
   });
   afterAll(async () => {
     await gateway?.close();
@@ -68,20 +116,39 @@ export function useGateway(): { gateway(): RunningGateway; keys(): TestKeys } {
   return { gateway: () => gateway, keys: () => keys };
 }
 
+/**
+ * Whether a gateway's /readyz no longer names the key service's state as a reason (it may name
+ * others). On a connection of its own, closed after the answer: tests count the gateway's open
+ * connections.
+ */
+export async function keyStateLoaded(url: string): Promise<boolean> {
+  const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    http
+      .get(`${url}/readyz`, { agent: false }, (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+        res.on("end", () => resolve({ status: res.statusCode!, body }));
+      })
+      .on("error", reject);
+  });
+  if (status === 200) return true;
+  const { reasons = [] } = JSON.parse(body) as { reasons?: string[] };
+  return !reasons.some((r) => r.startsWith("key state not loaded"));
+}
+
 /** The real gateway wiring (createGateway from its configuration), listening on a free loopback port. */
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const metrics = createGatewayMetrics();
   const logger = createLogger("gateway-test", process.env.LOG_LEVEL ?? "silent");
   const config = loadGatewayConfig({
     PET_SERVICE_ADDR: opts.petServiceAddr,
-    KEYS_DIR: opts.keysDir,
+    ...opts.keys.gatewayEnv,
     PET_SERVICE_TIMEOUT_MS: String(opts.timeoutMs ?? 2000),
   });
   const gateway = await createGateway(config, {
     clock: opts.clock ?? Date.now,
     logger,
     metrics,
-    revocationPollMs: 100,
     ...(opts.limiter ? { limiter: typeof opts.limiter === "function" ? opts.limiter(metrics) : opts.limiter } : {}),
     ...(opts.overrides ? { overrides: opts.overrides } : {}),
   });
@@ -90,8 +157,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     const s = createHttpServer(app, logger, config).listen(0, "127.0.0.1", () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  if (!opts.cold) await until("the gateway loaded the key service's state", () => keyStateLoaded(url));
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     server,
     async close() {
       server.closeAllConnections();
@@ -132,14 +201,14 @@ export function redisLimiter(opts: {
  * A gateway limiting in the Redis at `redisUrl` through redisLimiter, with a fast heartbeat
  * (100 ms), for tests about faults.
  */
-export async function startRedisGateway(opts: { petServiceAddr: string; keysDir: string; redisUrl: string }): Promise<{
+export async function startRedisGateway(opts: { petServiceAddr: string; keys: Pick<TestKeys, "gatewayEnv">; redisUrl: string }): Promise<{
   gateway: RunningGateway;
   limiter: Limiter;
 }> {
   let limiter!: Limiter;
   const gateway = await startGateway({
     petServiceAddr: opts.petServiceAddr,
-    keysDir: opts.keysDir,
+    keys: opts.keys,
     limiter: (metrics) => (limiter = redisLimiter({ redisUrl: opts.redisUrl, presence: { intervalMs: 100 } })(metrics)),
   });
   return { gateway, limiter };
@@ -150,10 +219,10 @@ export async function startRedisGateway(opts: { petServiceAddr: string; keysDir:
  * requests in a row): back on Redis after an outage, and past the while after it in which the
  * share still caps (fallback-store.ts).
  */
-export async function untilPastShares(urls: readonly string[], freshKey: () => string, share: number): Promise<void> {
+export async function untilPastShares(urls: readonly string[], freshKey: () => Promise<string>, share: number): Promise<void> {
   await until("each gateway admits a key beyond its share again", async () => {
     for (const url of urls) {
-      const key = freshKey();
+      const key = await freshKey();
       for (let i = 0; i <= share; i++) {
         const res = await fetch(`${url}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${key}` } });
         await res.arrayBuffer();

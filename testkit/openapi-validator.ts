@@ -36,6 +36,7 @@ export interface OpenApiOperation {
   deprecated?: boolean;
   parameters?: unknown[];
   requestBody?: unknown;
+  security?: Record<string, string[]>[];
   responses: Record<string, OpenApiResponse | Reference>;
 }
 

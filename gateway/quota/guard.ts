@@ -8,9 +8,9 @@ import { ApiError } from "../../lib/http/errors.ts";
 import { rateLimitHeaders } from "./headers.ts";
 import type { Decision, LimiterStore, WindowLimit } from "../limiter/limiter.ts";
 import { windowsFor, windowsForLimits } from "./plans.ts";
-import { planOverride, type KeyChange } from "../../lib/key-changes.ts";
-import type { KeyChangeList } from "../auth/key-changes.ts";
 import { ROLLED } from "../auth/jwt-verifier.ts";
+import type { KeyEntry, KeyStateView } from "../auth/key-state.ts";
+import { accessDenial, insufficientScopeChallenge } from "../auth/access.ts";
 import type { GatewayMetrics } from "../ops/metrics.ts";
 import { getOrCreate } from "../../lib/get-or-create.ts";
 import { childSpan } from "../../lib/tracing/spans.ts";
@@ -24,6 +24,19 @@ const LIMITER_UNAVAILABLE = new ApiError(
   "Rate limiting is temporarily unavailable for this key; retry after the time in Retry-After.",
 );
 
+/** Before the key service's feed was read once, no key can be decided: never a 401 for a key that may be valid. */
+const KEYS_NOT_LOADED = Object.assign(
+  new ApiError("service_unavailable", "The gateway has not loaded the API keys' state from the key service yet; retry after the time in Retry-After."),
+  { retryAfterSeconds: 1 },
+);
+/** A key issued a moment ago: how long its first request waits for the feed to bring it. */
+const NEW_KEY_WAIT_MS = 1_000;
+const KEY_NOT_KNOWN_YET = Object.assign(
+  new ApiError("service_unavailable", "This API key is not known to the gateway yet (it was issued a moment ago); retry after the time in Retry-After."),
+  { retryAfterSeconds: 1 },
+);
+const ADDRESS_NOT_ALLOWED = new ApiError("forbidden", "This API key may not be used from this client address (its allowed networks).");
+
 const INVALID_TOKEN_CHALLENGE = `Bearer realm="pet-store", error="invalid_token"`;
 /** A request with no credentials at all gets the challenge without an error code (RFC 6750 §3.1). */
 const NO_TOKEN_CHALLENGE = `Bearer realm="pet-store"`;
@@ -31,8 +44,8 @@ const NO_TOKEN_CHALLENGE = `Bearer realm="pet-store"`;
 export interface GuardDeps {
   verifier: KeyVerifier;
   limiter: LimiterStore;
-  /** The operator's plan overrides in KEYS_DIR: what applies when the limiter's store holds no record of the key. */
-  keyChanges: KeyChangeList;
+  /** Each key's state from the key service (plan in force, scopes, networks): no I/O to read it. */
+  keys: KeyStateView;
   /** Limits of requests without a valid key, per client address (slows key guessing). */
   anonymousWindows: readonly WindowLimit[];
   metrics: GatewayMetrics;
@@ -61,37 +74,48 @@ function recorded(span: Span, pending: Promise<Decision>, planOf: (decision: Dec
  * (or, without a valid key, against the client address), then refused or let through.
  */
 export function guard(deps: GuardDeps): RequestHandler {
-  // Per verified key (the verifier hands out one frozen object per cached token), or per change
-  // record (one object until the file changes): its windows, computed once instead of on every request.
-  const windowsByKey = new WeakMap<ApiKey | KeyChange, readonly WindowLimit[]>();
-  const windowsOf = (apiKey: ApiKey): readonly WindowLimit[] => {
-    const change = deps.keyChanges.get(apiKey.keyId);
-    const override = planOverride(change);
-    if (override) return getOrCreate(windowsByKey, change!, () => windowsForLimits(override));
+  // Per verified key (the verifier hands out one frozen object per cached token), or per key state
+  // (one object until the next change): its windows, computed once instead of on every request.
+  const windowsByKey = new WeakMap<ApiKey | KeyEntry, readonly WindowLimit[]>();
+  const windowsOf = (apiKey: ApiKey, entry: KeyEntry | undefined): readonly WindowLimit[] => {
+    const limits = entry?.limits;
+    if (limits) return getOrCreate(windowsByKey, entry, () => windowsForLimits(limits));
     return getOrCreate(windowsByKey, apiKey, () => windowsFor(apiKey));
   };
-  // The plan in force, as the store's record says, else KEYS_DIR's, else the key's own.
-  const planOf = (apiKey: ApiKey | undefined, decision: Decision): string =>
-    apiKey ? (decision.plan ?? planOverride(deps.keyChanges.get(apiKey.keyId))?.plan ?? apiKey.plan) : "anonymous";
+  // The plan in force, as the store's record says, else the key service's, else the key's own.
+  const planOf = (apiKey: ApiKey | undefined, entry: KeyEntry | undefined, decision: Decision): string =>
+    apiKey ? (decision.plan ?? entry?.plan ?? apiKey.plan) : "anonymous";
   const decisions = new Map<string, { inc(): void }>();
   const countDecision = (plan: string, outcome: string) =>
     getOrCreate(decisions, `${plan} ${outcome}`, () => deps.metrics.limiterDecisions.labels({ plan, outcome })).inc();
 
   return async (req, res, next) => {
+    // Keys not loaded yet, or this one not known yet: counted per client address like a request
+    // without a key, then 503 (never a 401 for a key that may be valid).
+    let undecidable: ApiError | undefined = deps.keys.loaded() ? undefined : KEYS_NOT_LOADED;
     let apiKey: ApiKey | undefined;
     let authError: AuthError | undefined;
+    let entry: KeyEntry | undefined;
     try {
-      apiKey = deps.verifier.verify(parseBearer(req.headers.authorization));
+      if (!undecidable) apiKey = deps.verifier.verify(parseBearer(req.headers.authorization));
+      entry = apiKey && deps.keys.get(apiKey.keyId);
+      if (apiKey && !entry) {
+        // Signed by the key service but not in the feed yet: issued a moment ago. Its scopes,
+        // networks and plan are not known until its creation event arrives (within ~100 ms).
+        entry = await deps.keys.whenKnown(apiKey.keyId, NEW_KEY_WAIT_MS);
+        if (entry) apiKey = deps.verifier.verify(parseBearer(req.headers.authorization));
+        else [apiKey, undecidable] = [undefined, KEY_NOT_KNOWN_YET];
+      }
     } catch (err) {
       if (!(err instanceof AuthError)) throw err;
-      authError = err;
+      [apiKey, entry, authError] = [undefined, undefined, err];
     }
     const span = childSpan(DECISION_SPAN, {});
     const pending = apiKey
-      ? deps.limiter.hit(subjectForKey(apiKey.keyId), windowsOf(apiKey), apiKey)
+      ? deps.limiter.hit(subjectForKey(apiKey.keyId), windowsOf(apiKey, entry), apiKey)
       : deps.limiter.hit(subjectForAddress(req.ip ?? "unknown"), deps.anonymousWindows);
-    const decision = await (span ? recorded(span, pending, (d) => planOf(apiKey, d)) : pending);
-    const plan = planOf(apiKey, decision);
+    const decision = await (span ? recorded(span, pending, (d) => planOf(apiKey, entry, d)) : pending);
+    const plan = planOf(apiKey, entry, decision);
     const headers = rateLimitHeaders(decision);
     for (const name in headers) res.setHeader(name, headers[name]!);
     countDecision(plan, decision.outcome);
@@ -113,9 +137,17 @@ export function guard(deps: GuardDeps): RequestHandler {
       case "admitted":
         break;
     }
+    if (undecidable) throw undecidable;
     if (authError) {
       res.set("WWW-Authenticate", authError.reason === "missing" ? NO_TOKEN_CHALLENGE : INVALID_TOKEN_CHALLENGE);
       throw new ApiError("unauthorized", authError.message);
+    }
+    // Scopes and networks: after the quota (the request counted like any other), before the pet service.
+    const denial = entry && accessDenial(entry, req.method, req.ip);
+    if (denial?.reason === "network") throw ADDRESS_NOT_ALLOWED;
+    if (denial?.reason === "scope") {
+      res.set("WWW-Authenticate", insufficientScopeChallenge(denial.scope));
+      throw new ApiError("forbidden", `This API key lacks the ${denial.scope} scope this operation needs.`);
     }
     res.locals.apiKey = apiKey;
     next();

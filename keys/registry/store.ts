@@ -8,6 +8,10 @@
  * next `seq`: no gaps, and rows become visible in seq order (on PostgreSQL a one-row counter
  * updated in the transaction serialises writers), so a follower reading `after=n` never misses
  * a row below a seq it has seen.
+ *
+ * A storage fault (disk full, a lock held past the wait, PostgreSQL unreachable) rejects with
+ * StorageUnavailableError (lib/storage-faults.ts): nothing was written, and the store serves again
+ * once the fault clears. Opening migrates the schema (sqlite/migrations.ts, postgres/migrations.ts).
  */
 import type { EventType, KeyEvent, KeyRecord, KeyState, Page } from "../../lib/key-record.ts";
 import type { PlanName } from "../../lib/api-key-format.ts";

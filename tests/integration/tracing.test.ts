@@ -25,8 +25,8 @@ interface Stack {
 async function startStack(gatewayEnv: Record<string, string>, petEnv: Record<string, string>): Promise<Stack> {
   const keys = await createTestKeys();
   const pets = await spawnPetService({ env: { METRICS_PORT: "0", ...petEnv } });
-  const gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, LOG_LEVEL: "info", ...gatewayEnv });
-  return { keys, pets, gateway, key: keys.issue() };
+  const gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, ...keys.gatewayEnv, LOG_LEVEL: "info", ...gatewayEnv });
+  return { keys, pets, gateway, key: await keys.issue() };
 }
 
 /** Stops both processes (a batch processor flushes what it holds at shutdown). */

@@ -27,7 +27,7 @@ const gateways: { g: RunningGateway; limiter: Limiter }[] = [];
 beforeAll(async () => {
   [pets, keys, cluster] = await Promise.all([startPetService(), createTestKeys(), startRedisCluster()]);
   for (let i = 0; i < 2; i++) {
-    const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: cluster.url });
+    const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keys, redisUrl: cluster.url });
     gateways.push({ g, limiter });
   }
 });
@@ -54,7 +54,7 @@ it("keeps the healthy masters' keys limited exactly in Redis while one master fa
   // One key on each master; the first master's will lose it.
   const byMaster = new Map<PrivateRedis, string>();
   while (byMaster.size < 3) {
-    const key = keys.issue({ plan: "enterprise", perMinute: LIMIT, perDay: 1000 });
+    const key = await keys.issue({ plan: "enterprise", perMinute: LIMIT, perDay: 1000 });
     const master = await cluster.masterOf(subjectSlot(subjectForKey(tokenPayload(key).sub as string)));
     if (!byMaster.has(master)) byMaster.set(master, key);
   }

@@ -22,7 +22,7 @@ let gateway: { g: RunningGateway; limiter: Limiter };
 
 beforeAll(async () => {
   [pets, keys, cluster] = await Promise.all([startPetService(), createTestKeys(), startRedisCluster()]);
-  const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: cluster.url });
+  const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keys, redisUrl: cluster.url });
   gateway = { g, limiter };
 });
 
@@ -40,7 +40,7 @@ it("ends the outage of a master that failed once, though none of its keys is ask
   let key: string;
   let master;
   do {
-    key = keys.issue();
+    key = await keys.issue();
     master = await cluster.masterOf(subjectSlot(subjectForKey(tokenPayload(key).sub as string)));
   } while (master === heartbeatMaster);
   const call = () => fetch(`${gateway.g.url}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${key}` } });

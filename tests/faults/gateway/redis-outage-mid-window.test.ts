@@ -52,7 +52,7 @@ it("admits at most the limit plus the documented worst case, exactly, across thr
   for (let outage = 1; outage <= 3; outage++) {
     const keyOf = new Map<Order, { key: string; heardByB: number }>();
     for (const order of ORDERS) {
-      const key = freshKey();
+      const key = await freshKey();
       keyOf.set(order, { key, heardByB: await beforeOutage(key, order) });
     }
     // Each knows there are two (its last heartbeat's count, which it logs when it changes).

@@ -23,7 +23,7 @@ const gateways: { g: RunningGateway; limiter: Limiter }[] = [];
 beforeAll(async () => {
   [pets, keys, sentinel] = await Promise.all([startPetService(), createTestKeys(), startRedisSentinel()]);
   for (let i = 0; i < 2; i++) {
-    const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: sentinel.url });
+    const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keys, redisUrl: sentinel.url });
     gateways.push({ g, limiter });
   }
 });
@@ -49,18 +49,18 @@ describe("Sentinel failover with two gateways", () => {
 
   beforeAll(async () => {
     await until("both heartbeats count two replicas", () => gateways.every(({ limiter }) => limiter.liveReplicas() === 2));
-    before = limit6();
+    before = await limit6();
     expect([(await get(before)).status, (await get(before)).status]).toEqual([200, 200]);
     killedAt = Date.now();
     await sentinel.primary.kill();
     await until("both gateways limit from memory", async () => {
-      await Promise.all([get(limit6()), get(limit6())]); // an outage is noticed by the requests it affects
+      await Promise.all([get(await limit6()), get(await limit6())]); // an outage is noticed by the requests it affects
       return gateways.every(({ limiter }) => limiter.outage() !== "none");
     });
   });
 
   it("while the primary is gone: a limit-6 key gets at most 6, sequentially, each gateway its share of 3", async () => {
-    const key = limit6();
+    const key = await limit6();
     const responses = [];
     for (let i = 0; i < 20; i++) responses.push(await get(key));
     expect(responses.filter((r) => r.status === 200)).toHaveLength(6);
@@ -69,7 +69,7 @@ describe("Sentinel failover with two gateways", () => {
   });
 
   it("while the primary is gone: at most 6 under 60 concurrent requests", async () => {
-    const key = limit6();
+    const key = await limit6();
     const responses = await Promise.all(Array.from({ length: 60 }, () => get(key)));
     expect(responses.filter((r) => r.status === 200)).toHaveLength(6);
     expect(responses.filter((r) => r.status !== 200 && r.status !== 429)).toEqual([]);
@@ -79,12 +79,12 @@ describe("Sentinel failover with two gateways", () => {
   it("after the promotion both limit exactly in the new primary, which holds what was counted before", async () => {
     await until("the Sentinel names the replica as primary", async () => (await sentinel.primaryPort()) === sentinel.replica.port);
     await until("both gateways decide in Redis again", async () => {
-      await Promise.all([get(limit6()), get(limit6())]);
+      await Promise.all([get(await limit6()), get(await limit6())]);
       return gateways.every(({ limiter }) => limiter.outage() === "none");
     });
     console.log(`sentinel failover: both gateways back in Redis ${Date.now() - killedAt} ms after the kill`);
     await untilPastShares(gateways.map(({ g }) => g.url), limit6, 3);
-    const key = limit6();
+    const key = await limit6();
     const responses = await Promise.all(Array.from({ length: 30 }, () => get(key)));
     expect(responses.filter((r) => r.status === 200)).toHaveLength(6);
     expect(new Set(responses.map((r) => r.limit))).toEqual(new Set(["6"]));

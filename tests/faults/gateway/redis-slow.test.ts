@@ -56,8 +56,8 @@ const STALLS: Record<string, (ms: number) => Promise<unknown>> = {
  * of them is answered Redis stalls and the other 50 go, so that decisions are on their way to it
  * throughout the stall; the burst ends with the stall.
  */
-async function burst(gateways: readonly GatewayProcess[], freshKey: () => string, stall?: () => Promise<unknown>) {
-  const key = freshKey();
+async function burst(gateways: readonly GatewayProcess[], freshKey: () => Promise<string>, stall?: () => Promise<unknown>) {
+  const key = await freshKey();
   const urls = gateways.map((g) => g.url);
   let stalled: Promise<unknown> | undefined;
   let second: Promise<Reply[]> = Promise.resolve([]);
@@ -156,7 +156,7 @@ describe("with a command timeout shorter than the stall", () => {
     // Once Redis answers in time again, both gateways are ready again and decide in Redis.
     for (const g of gateways()) {
       await until("the gateway is ready", async () => (await fetch(`${g.url}/readyz`)).status === 200);
-      expect(await concurrentGets([g.url], freshKey(), 1)).toMatchObject([{ status: 200, limit: String(LIMIT) }]);
+      expect(await concurrentGets([g.url], await freshKey(), 1)).toMatchObject([{ status: 200, limit: String(LIMIT) }]);
     }
   });
 });

@@ -19,9 +19,9 @@ const ctx = useGatewayProcess({ HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), 
 let gateway: GatewayProcess;
 let key: string;
 
-beforeAll(() => {
+beforeAll(async () => {
   gateway = ctx.gateway();
-  key = ctx.keys().issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
+  key = await ctx.keys().issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
 });
 
 /** CPU time (ms, user + system) the gateway process has used so far, from /proc. */

@@ -29,8 +29,8 @@ afterEach(async () => {
 it.skipIf(refusal !== undefined)("exit code 0 within its deadline, and what it could not log said on stderr (ENOSPC)", async () => {
   [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
   output = await fileOnFullDisk();
-  gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir }, { stdout: output.fd });
-  const key = keys.issue({ plan: "business" });
+  gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, ...keys.gatewayEnv }, { stdout: output.fd });
+  const key = await keys.issue({ plan: "business" });
   const { status, ended } = await stopWhileRequestHeld(gateway, key, { deadlineMs: shutdownDeadlineMs(loadGatewayConfig({})) });
   expect(status).toBe(201);
   expect(ended).toEqual({ code: 0, signal: null });

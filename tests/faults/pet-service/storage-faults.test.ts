@@ -35,8 +35,8 @@ async function serviceOn(dir: string, keys: TestKeys) {
   const dbPath = path.join(dir, "pets.sqlite");
   const start = () => spawnPetService({ dbPath, port, env: { METRICS_PORT: "0" } });
   let pets = await start();
-  const gateway: RunningGateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir });
-  const key = keys.issue({ plan: "business" });
+  const gateway: RunningGateway = await startGateway({ petServiceAddr: pets.address, keys });
+  const key = await keys.issue({ plan: "business" });
   const auth = { Authorization: `Bearer ${key}` };
   let n = 0;
 

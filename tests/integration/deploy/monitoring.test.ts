@@ -176,11 +176,11 @@ describe("every metric the dashboard and the alerts use, on the real processes' 
     redis = await startRedis();
     keys = await createTestKeys();
     pets = await spawnPetService({ env: { METRICS_PORT: "0" } });
-    gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, REDIS_URL: redis.url, LOG_LEVEL: "warn" });
+    gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, ...keys.gatewayEnv, REDIS_URL: redis.url, LOG_LEVEL: "warn" });
 
     // Traffic a real day has: creates, lists, fetches, client errors, and then a pet-service
     // outage (503), so the series the panels and alerts select exist with their labels.
-    const key = keys.issue({ plan: "free" });
+    const key = await keys.issue({ plan: "free" });
     const api = (p: string, init: RequestInit = {}, auth = true) =>
       fetch(`${gateway.url}/v1${p}`, { ...init, headers: { ...(auth ? { Authorization: `Bearer ${key}` } : {}), "Content-Type": "application/json", ...init.headers } });
     const created = await api("/pets", { method: "POST", body: JSON.stringify({ name: "Metric Cat", categoryId: 1 }) });
@@ -263,7 +263,7 @@ describe("deploy/monitoring/prometheus.yml's jobs in a real Prometheus", () => {
     [receiver, keys, dir] = await Promise.all([startOtlpReceiver(), createTestKeys(), mkdtemp(path.join(os.tmpdir(), "petstore-prometheus-"))]);
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url };
     pets = await spawnPetService({ env: { METRICS_PORT: "0", ...otel } });
-    gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, LOG_LEVEL: "warn", ...otel });
+    gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, ...keys.gatewayEnv, LOG_LEVEL: "warn", ...otel });
 
     const config = parseYaml(await readFile(path.join(MONITORING, "prometheus.yml"), "utf8")) as {
       global: Record<string, unknown>;
@@ -301,7 +301,7 @@ describe("deploy/monitoring/prometheus.yml's jobs in a real Prometheus", () => {
   it("scrapes OpenMetrics and stores the trace_id exemplars of both processes' latency histograms", async () => {
     const traceId = randomBytes(16).toString("hex");
     const res = await fetch(`${gateway.url}/v1/pets`, {
-      headers: { Authorization: `Bearer ${keys.issue()}`, traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` },
+      headers: { Authorization: `Bearer ${await keys.issue()}`, traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` },
     });
     expect(res.status).toBe(200);
     const exemplarsOf = async (metric: string) => {

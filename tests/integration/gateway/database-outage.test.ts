@@ -22,9 +22,9 @@ beforeAll(async () => {
   proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
   pets = await spawnPetService({ dbPath: viaProxy(db.url, proxy) });
   keys = await createTestKeys();
-  key = keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
+  key = await keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
   // A deadline far longer than a fast failure: a call that hung on the database would end in 504, not 503.
-  gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir, timeoutMs: 8_000 });
+  gateway = await startGateway({ petServiceAddr: pets.address, keys, timeoutMs: 8_000 });
 });
 
 afterAll(async () => {

@@ -33,7 +33,7 @@ beforeAll(async () => {
   port = await freePort();
   keys = await createTestKeys();
   pets = await spawnPetService({ port, dbPath });
-  gateway = await startGateway({ petServiceAddr: `127.0.0.1:${port}`, keysDir: keys.dir });
+  gateway = await startGateway({ petServiceAddr: `127.0.0.1:${port}`, keys });
 });
 
 afterAll(async () => {
@@ -66,7 +66,7 @@ async function storedPets(file: string): Promise<{ id: string; name: string }[]>
 }
 
 it("keeps every acknowledged create across a SIGKILL of the pet service, and recovers by itself", { timeout: 30_000 }, async () => {
-  const key = keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
+  const key = await keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
   const outcomes: Outcome[] = [];
   let phase: Phase = "up";
   let stop = false;

@@ -19,9 +19,9 @@ let roomy: RunningGateway;
 beforeAll(async () => {
   pets = await startPetService();
   keys = await createTestKeys();
-  key = keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
-  gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir });
-  roomy = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir, overrides: { bodyLimitBytes: 1024 * 1024 } });
+  key = await keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
+  gateway = await startGateway({ petServiceAddr: pets.address, keys });
+  roomy = await startGateway({ petServiceAddr: pets.address, keys, overrides: { bodyLimitBytes: 1024 * 1024 } });
 });
 
 afterAll(async () => {
@@ -303,7 +303,7 @@ describe("the real gateway process (node gateway/main.ts)", () => {
   let proc: GatewayProcess;
 
   beforeAll(async () => {
-    proc = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, LOG_LEVEL: "warn" });
+    proc = await spawnGateway({ PET_SERVICE_ADDR: pets.address, ...keys.gatewayEnv, LOG_LEVEL: "warn" });
   });
 
   afterAll(async () => {

@@ -15,8 +15,8 @@ const clock = fakeClock();
 beforeAll(async () => {
   pets = await startPetService();
   keys = await createTestKeys();
-  key = keys.issue({ plan: "business" });
-  gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir, clock: clock.clock });
+  key = await keys.issue({ plan: "business" });
+  gateway = await startGateway({ petServiceAddr: pets.address, keys, clock: clock.clock });
   // Every response below is also checked against gateway/http/openapi.json (status, headers, body).
   recorder = recordingFetch(gateway.url);
   vi.stubGlobal("fetch", recorder.fetch);

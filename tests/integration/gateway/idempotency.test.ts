@@ -17,8 +17,8 @@ let recorder: ReturnType<typeof recordingFetch>;
 beforeAll(async () => {
   pets = await startPetService({ clock: () => petClock.now });
   keys = await createTestKeys();
-  key = keys.issue({ plan: "business" });
-  gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir });
+  key = await keys.issue({ plan: "business" });
+  gateway = await startGateway({ petServiceAddr: pets.address, keys });
   // Every response below is also checked against gateway/http/openapi.json (status, headers, body).
   recorder = recordingFetch(gateway.url);
   vi.stubGlobal("fetch", recorder.fetch);
@@ -132,7 +132,7 @@ describe("POST /v1/pets with Idempotency-Key", () => {
   it("scopes keys to the API key: another client using the same key string gets its own animal", async () => {
     const { idempotencyKey, name } = fresh("scoped");
     const mine = await create({ name, categoryId: 1 }, idempotencyKey);
-    const theirs = await create({ name, categoryId: 2 }, idempotencyKey, keys.issue({ plan: "free" }));
+    const theirs = await create({ name, categoryId: 2 }, idempotencyKey, await keys.issue({ plan: "free" }));
     expect([mine.status, theirs.status]).toEqual([201, 201]);
     expect(theirs.headers.get("idempotent-replayed")).toBeNull();
     expect(((await theirs.json()) as { id: number }).id).not.toBe(((await mine.json()) as { id: number }).id);

@@ -39,8 +39,8 @@ function setUp() {
     service = await startPetService();
     grpc = petClient(service.address);
     keys = await createTestKeys();
-    key = keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
-    gateway = await startGateway({ petServiceAddr: service.address, keysDir: keys.dir });
+    key = await keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
+    gateway = await startGateway({ petServiceAddr: service.address, keys });
     recorder = recordingFetch(gateway.url);
   });
   afterAll(async () => {

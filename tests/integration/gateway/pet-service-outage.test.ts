@@ -18,7 +18,7 @@ beforeAll(async () => {
   keys = await createTestKeys();
   port = await freePort();
   pets = await spawnPetService({ port, dbPath: path.join(dir, "pets.sqlite") });
-  gateway = await startGateway({ petServiceAddr: `127.0.0.1:${port}`, keysDir: keys.dir });
+  gateway = await startGateway({ petServiceAddr: `127.0.0.1:${port}`, keys });
 });
 
 afterAll(async () => {
@@ -40,7 +40,7 @@ async function servingGauge(): Promise<string | undefined> {
 }
 
 it("answers 503 service_unavailable while the pet service is down (gateway_pet_service_serving 0), and recovers without a restart", async () => {
-  const key = keys.issue();
+  const key = await keys.issue();
   const list = () => fetch(`${gateway.url}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
   expect((await list()).status).toBe(200);
   expect(await servingGauge()).toBe("1");

@@ -30,7 +30,7 @@ afterAll(async () => {
 });
 
 async function gateway(): Promise<{ g: RunningGateway; limiter: Limiter }> {
-  const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: redis.url });
+  const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keys, redisUrl: redis.url });
   running.push(g);
   return { g, limiter };
 }
@@ -47,13 +47,13 @@ describe("two gateways, Redis killed", () => {
     [a, b] = [await gateway(), await gateway()];
     await until("both heartbeats count two replicas", () => a.limiter.liveReplicas() === 2 && b.limiter.liveReplicas() === 2);
     // Four of six admitted through Redis before the outage, two through each gateway.
-    before = limit6();
+    before = await limit6();
     for (const g of [a.g, b.g, a.g, b.g]) expect((await get(g, before)).status).toBe(200);
     await redis.kill();
   });
 
   it("a limit-6 key gets at most 6 in total, sequentially, 3 through each gateway", async () => {
-    const key = limit6();
+    const key = await limit6();
     const statuses: number[] = [];
     for (let i = 0; i < 20; i++) statuses.push((await get(i % 2 ? a.g : b.g, key)).status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(6);
@@ -62,7 +62,7 @@ describe("two gateways, Redis killed", () => {
   });
 
   it("a limit-6 key gets at most 6 in total under 60 concurrent requests", async () => {
-    const key = limit6();
+    const key = await limit6();
     const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => get(i % 2 ? a.g : b.g, key)));
     const statuses = responses.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(6);
@@ -79,7 +79,7 @@ describe("two gateways, Redis killed", () => {
   });
 
   it("a share of 0 (limit 1 over two gateways) admits nothing: 503 with Retry-After, never 200", async () => {
-    const key = keys.issue({ plan: "enterprise", perMinute: 1, perDay: 1000 });
+    const key = await keys.issue({ plan: "enterprise", perMinute: 1, perDay: 1000 });
     for (const g of [a.g, b.g]) {
       const res = await get(g, key);
       expect(res.status).toBe(503);
@@ -91,7 +91,7 @@ describe("two gateways, Redis killed", () => {
 
   it("across its return a key probed through both gateways gets at most its limit, and Redis counts what memory admitted", async () => {
     // From memory: `probed` 2 through each gateway (1 of each share left), `idle` 1 through each.
-    const [probed, idle] = [limit6(), limit6()];
+    const [probed, idle] = [await limit6(), await limit6()];
     for (const g of [a.g, b.g, a.g, b.g]) expect((await get(g, probed)).status).toBe(200);
     for (const g of [a.g, b.g]) expect((await get(g, idle)).status).toBe(200);
 
@@ -134,7 +134,7 @@ describe("two gateways, Redis killed", () => {
 
   it("back on Redis: exactly 6 again across both, counted in Redis", async () => {
     await untilPastShares([a.g.url, b.g.url], limit6, 3);
-    const key = limit6();
+    const key = await limit6();
     const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => get(i % 2 ? a.g : b.g, key)));
     expect(responses.filter((r) => r.status === 200)).toHaveLength(6);
     expect(new Set(responses.map((r) => r.headers.get("x-ratelimit-limit")))).toEqual(new Set(["6"]));
@@ -152,10 +152,10 @@ describe("a gateway that never reached Redis", () => {
   it("does not know its share, so it answers 503 (never admits) until Redis answers", async () => {
     const dead = await startRedis();
     await dead.kill();
-    const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: dead.url });
+    const { gateway: g, limiter } = await startRedisGateway({ petServiceAddr: pets.address, keys, redisUrl: dead.url });
     running.push(g);
     expect((await fetch(`${g.url}/readyz`)).status).toBe(503); // before any request noticed it
-    const key = limit6();
+    const key = await limit6();
     const res = await get(g, key);
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).not.toBeNull();
@@ -173,12 +173,12 @@ describe("a gateway that never reached Redis", () => {
 describe("readiness after an outage", () => {
   it("turns ready again when Redis returns, without /v1 traffic (a load balancer sends none to an unready replica)", async () => {
     const own = await startRedis();
-    const { gateway: g } = await startRedisGateway({ petServiceAddr: pets.address, keysDir: keys.dir, redisUrl: own.url });
+    const { gateway: g } = await startRedisGateway({ petServiceAddr: pets.address, keys, redisUrl: own.url });
     running.push(g);
     try {
       expect((await fetch(`${g.url}/readyz`)).status).toBe(200);
       await own.kill();
-      expect((await get(g, limit6())).status).not.toBe(500); // a request notices the outage
+      expect((await get(g, await limit6())).status).not.toBe(500); // a request notices the outage
       expect((await fetch(`${g.url}/readyz`)).status).toBe(503);
       await own.start();
       // From here on only the probe asks.

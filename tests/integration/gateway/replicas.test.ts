@@ -28,7 +28,7 @@ beforeAll(async () => {
   // The deadline is generous: this test is about failures of replicas, not a loaded machine's latency.
   gateway = await startGateway({
     petServiceAddr: `ipv4:${replicas.map((r) => r.address).join(",")}`,
-    keysDir: keys.dir,
+    keys,
     timeoutMs: 15_000,
   });
 });
@@ -48,7 +48,7 @@ interface Outcome {
 }
 
 it("kill -9 of one replica under 8 clients creating: 0 5xx, every 201 stored exactly once", { timeout: 60_000 }, async () => {
-  const key = keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
+  const key = await keys.issue({ plan: "enterprise", perMinute: 100_000, perDay: 1_000_000 });
   const outcomes: Outcome[] = [];
   let stop = false;
 

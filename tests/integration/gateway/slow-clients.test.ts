@@ -19,9 +19,9 @@ const ctx = useGatewayProcess({
 let gateway: GatewayProcess;
 let key: string;
 
-beforeAll(() => {
+beforeAll(async () => {
   gateway = ctx.gateway();
-  key = ctx.keys().issue();
+  key = await ctx.keys().issue();
 });
 
 /** The 408 request_timeout Error, as a JSON body on a closed connection. */

@@ -22,13 +22,13 @@ let clientFiles: PemPair;
 const gateways: GatewayProcess[] = [];
 
 async function gateway(env: Record<string, string>, addr = pet.address): Promise<GatewayProcess> {
-  const g = await spawnGateway({ PET_SERVICE_ADDR: addr, KEYS_DIR: keys.dir, LOG_LEVEL: "info", ...env });
+  const g = await spawnGateway({ PET_SERVICE_ADDR: addr, ...keys.gatewayEnv, LOG_LEVEL: "info", ...env });
   gateways.push(g);
   return g;
 }
 
-const list = (g: GatewayProcess, requestId: string) =>
-  fetch(`${g.url}/v1/pets`, { headers: { Authorization: `Bearer ${keys.issue()}`, "X-Request-Id": requestId } });
+const list = async (g: GatewayProcess, requestId: string) =>
+  fetch(`${g.url}/v1/pets`, { headers: { Authorization: `Bearer ${await keys.issue()}`, "X-Request-Id": requestId } });
 
 /** The caller the pet service logged for the call of `requestId`. */
 function callerOf(requestId: string): string | undefined {

@@ -1,13 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { loadGatewayConfig, petServiceTlsFiles } from "../../../gateway/config.ts";
-import { defaultKeysDir } from "../../../lib/keys-dir.ts";
 
 describe("gateway configuration", () => {
   it("has the documented defaults", () => {
     expect(loadGatewayConfig({})).toMatchObject({
       GATEWAY_PORT: 8080,
       PET_SERVICE_ADDR: "127.0.0.1:50051",
-      KEYS_DIR: defaultKeysDir(),
+      KEYS_URL: "http://127.0.0.1:8081",
       BAN_AFTER: 20,
       BAN_SECONDS: 900,
       TRUST_PROXY: false,
@@ -16,6 +15,9 @@ describe("gateway configuration", () => {
       REDIS_COMMAND_TIMEOUT_MS: 2000,
     });
     expect(loadGatewayConfig({}).REDIS_URL).toBeUndefined();
+    // The gateway needs no KEYS_DIR: the key service serves its public keys and the change feed.
+    expect(loadGatewayConfig({}).KEYS_DIR).toBeUndefined();
+    expect(loadGatewayConfig({}).KEYS_SERVICE_TOKEN).toBeUndefined();
   });
 
   it.each(["redis://127.0.0.1:6379", "rediss://user:pw@cache:6380/2", "redis+cluster://h1:7000,h2:7001", "redis+sentinel://s1:26379,s2:26379/mymaster"])(
@@ -31,6 +33,8 @@ describe("gateway configuration", () => {
     ["REDIS_URL", "localhost:6379"],
     ["REDIS_URL", "redis+sentinel://s1:26379"],
     ["BAN_AFTER", "0"],
+    ["KEYS_URL", "127.0.0.1:8081"],
+    ["KEYS_URL", "ftp://keys:8081"],
     ["BAN_SECONDS", "-5"],
     ["PET_SERVICE_ADDR", "no-port"],
     ["PET_SERVICE_ADDR", "http://pet-service:50051"],

@@ -20,7 +20,7 @@ let prism: PrismProxy;
 beforeAll(async () => {
   pets = await startPetService();
   keys = await createTestKeys();
-  gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir, clock: clock.clock });
+  gateway = await startGateway({ petServiceAddr: pets.address, keys, clock: clock.clock });
   prism = await startPrismProxy(path.join(ROOT, "gateway/http/openapi.json"), `${gateway.url}/v1`);
 }, 90_000);
 
@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 it("finds no response that breaks the description, on traffic answering every documented status", async () => {
-  const key = keys.issue({ plan: "business" });
+  const key = await keys.issue({ plan: "business" });
   const seen: { status: number; what: string; violations: Violation[] }[] = [];
   const send = async (what: string, p: string, init: RequestInit & { auth?: string | null } = {}) => {
     const headers = new Headers(init.headers);
@@ -71,7 +71,7 @@ it("finds no response that breaks the description, on traffic answering every do
   await send("no key", "/pets", { auth: null });
   await send("bad key", "/pets", { auth: "not-a-key" });
   await send("other method", "/pets", { method: "PUT", headers: json, body: "{}" });
-  const limited = keys.issue({ plan: "enterprise", perMinute: 1, perDay: 100 });
+  const limited = await keys.issue({ plan: "enterprise", perMinute: 1, perDay: 100 });
   await send("within the limit", "/pets", { auth: limited });
   await send("over the limit", "/pets", { auth: limited });
 

@@ -17,7 +17,7 @@ const BROWSER_TEST_TIMEOUT_MS = 120_000;
 beforeAll(async () => {
   pets = await startPetService();
   keys = await createTestKeys();
-  gateway = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir });
+  gateway = await startGateway({ petServiceAddr: pets.address, keys });
   browser = await launchChromium();
 }, BROWSER_TEST_TIMEOUT_MS);
 
@@ -93,7 +93,7 @@ describe("GET /docs in a browser", { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   });
 
   it("tries listPets with a key from Authorize: 200 from this gateway, still nothing sent elsewhere", async () => {
-    const key = keys.issue({ plan: "free" });
+    const key = await keys.issue({ plan: "free" });
     const created = await fetch(`${gateway.url}/v1/pets`, {
       method: "POST",
       headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },

@@ -15,8 +15,8 @@ let key: string;
 
 beforeAll(async () => {
   [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
-  key = keys.issue({ plan: "enterprise", perMinute: 5, perDay: 100 });
-  gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, SHUTDOWN_DELAY_MS: "1500" });
+  key = await keys.issue({ plan: "enterprise", perMinute: 5, perDay: 100 });
+  gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, ...keys.gatewayEnv, SHUTDOWN_DELAY_MS: "1500" });
 });
 
 afterAll(async () => {
@@ -38,7 +38,7 @@ describe("probes", () => {
   });
 
   it("/readyz is 503 with the reasons when the pet service is unreachable", async () => {
-    const other = await spawnGateway({ PET_SERVICE_ADDR: "127.0.0.1:1", KEYS_DIR: keys.dir });
+    const other = await spawnGateway({ PET_SERVICE_ADDR: "127.0.0.1:1", ...keys.gatewayEnv });
     try {
       const res = await fetch(`${other.url}/readyz`);
       expect(res.status).toBe(503);
@@ -80,7 +80,7 @@ describe("logs", () => {
     const { hostname, port } = new URL(gateway.url);
     const socket = net.connect(Number(port), hostname);
     await once(socket, "connect");
-    const head = [`POST /v1/pets HTTP/1.1`, `Host: ${hostname}`, `Authorization: Bearer ${keys.issue()}`, "X-Request-Id: ops-gone-1"];
+    const head = [`POST /v1/pets HTTP/1.1`, `Host: ${hostname}`, `Authorization: Bearer ${await keys.issue()}`, "X-Request-Id: ops-gone-1"];
     socket.write(`${[...head, "Content-Type: application/json", "Content-Length: 100"].join("\r\n")}\r\n\r\n{"name":`);
     await new Promise((r) => setTimeout(r, 200));
     socket.destroy();
@@ -132,7 +132,7 @@ describe("shutdown", () => {
 
 describe("shutdown of kept-alive connections", () => {
   it("a request in flight at SIGTERM is answered with Connection: close, and the process exits without waiting for the keep-alive timeout", async () => {
-    const other = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, SHUTDOWN_DELAY_MS: "0" });
+    const other = await spawnGateway({ PET_SERVICE_ADDR: pets.address, ...keys.gatewayEnv, SHUTDOWN_DELAY_MS: "0" });
     const { port } = new URL(other.url);
     const agent = new http.Agent({ keepAlive: true });
     try {

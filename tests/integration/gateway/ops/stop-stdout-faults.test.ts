@@ -23,7 +23,7 @@ const cleanups: (() => unknown)[] = [];
 
 beforeAll(async () => {
   [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
-  key = keys.issue({ plan: "enterprise", perMinute: 100, perDay: 1000 });
+  key = await keys.issue({ plan: "enterprise", perMinute: 100, perDay: 1000 });
 });
 afterEach(async () => {
   for (const gateway of running.splice(0)) if (gateway.child.exitCode === null) gateway.child.kill("SIGKILL");
@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 async function start(env: Record<string, string> = {}, stdout?: number): Promise<GatewayProcess> {
-  const gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_DIR: keys.dir, SHUTDOWN_GRACE_MS, ...env }, stdout === undefined ? {} : { stdout });
+  const gateway = await spawnGateway({ PET_SERVICE_ADDR: pets.address, ...keys.gatewayEnv, SHUTDOWN_GRACE_MS, ...env }, stdout === undefined ? {} : { stdout });
   running.push(gateway);
   return gateway;
 }

@@ -23,7 +23,7 @@ interface Echo {
 
 beforeAll(async () => {
   [pets, keys] = await Promise.all([startPetService(), createTestKeys()]);
-  key = keys.issue();
+  key = await keys.issue();
   upstream = http.createServer((req, res) => {
     upstreamCalls++;
     let body = "";
@@ -61,7 +61,7 @@ beforeAll(async () => {
   const deadPort = await freePort();
   gateway = await startGateway({
     petServiceAddr: pets.address,
-    keysDir: keys.dir,
+    keys,
     overrides: {
       upstreams: [
         { prefix: "/store", target: `${base}/api` },
@@ -70,7 +70,7 @@ beforeAll(async () => {
       upstreamTimeoutMs: 300,
     },
   });
-  bare = await startGateway({ petServiceAddr: pets.address, keysDir: keys.dir });
+  bare = await startGateway({ petServiceAddr: pets.address, keys });
 });
 
 afterAll(async () => {

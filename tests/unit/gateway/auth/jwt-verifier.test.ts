@@ -1,28 +1,36 @@
-import { generateKeyPairSync, type KeyObject } from "node:crypto";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
+import { readFileSync } from "node:fs";
 import fc from "fast-check";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { AuthError, KEY_AUDIENCE, KEY_ISSUER, MAX_TOKEN_LENGTH, publicKeyPath, type AuthFailure } from "../../../../lib/api-key-format.ts";
+import { beforeEach, describe, expect, it } from "vitest";
+import { AuthError, KEY_AUDIENCE, KEY_ISSUER, loadPublicKeys, MAX_TOKEN_LENGTH, publicKeyPath, type AuthFailure } from "../../../../lib/api-key-format.ts";
+import type { EventType } from "../../../../lib/key-record.ts";
 import { createKeyVerifier, type CachingKeyVerifier } from "../../../../gateway/auth/jwt-verifier.ts";
-import { watchRevocations, type RevocationList } from "../../../../gateway/auth/revocation-list.ts";
+import { createPublicKeySet, type PublicKeySet } from "../../../../gateway/auth/jwks.ts";
+import { createKeyState, type KeyState } from "../../../../gateway/auth/key-state.ts";
 import { issueKey, type IssueOptions } from "../../../../keys/issue.ts";
-import { ensureKeyPair, loadSigningKey, retireKeyPair, rotateKeyPair } from "../../../../keys/key-pairs.ts";
-import { addRevocation } from "../../../../keys/registry.ts";
+import { ensureKeyPair, loadSigningKey, rotateKeyPair } from "../../../../keys/key-pairs.ts";
 import { craftToken, tokenPayload, useTempKeysDir } from "../../../../testkit/keys.ts";
 
 const keysDir = useTempKeysDir();
 const T0 = Date.UTC(2030, 0, 1);
 let now: number;
-let revoked: Set<string>;
+let keys: KeyState;
+let publicKeys: PublicKeySet;
 let verifier: CachingKeyVerifier;
 let signer: { kid: string; privateKey: KeyObject };
+let seq = 0;
 
-/** An in-memory revocation list (the file-backed one has its own tests below). */
-const setRevocations = (): RevocationList => ({ isRevoked: (id) => revoked.has(id), close: () => {} });
+/** The JWKS the key service would serve for KEYS_DIR/public (RFC 7517). */
+const jwksOf = (pairs: Map<string, KeyObject>) => ({
+  keys: [...pairs].map(([kid, key]) => ({ ...key.export({ format: "jwk" }), kid, alg: "ES256", use: "sig" })),
+});
 
-function makeVerifier(extra: { cacheSize?: number; reloadMs?: number; revocations?: RevocationList } = {}) {
-  verifier?.close();
-  verifier = createKeyVerifier({ keysDir: keysDir(), clock: () => now, revocations: setRevocations(), ...extra });
+/** One event of the key service's feed about `keyId`. */
+const feed = (type: EventType, keyId: string, changes: Record<string, unknown>) =>
+  keys.apply({ seq: ++seq, at: new Date(now).toISOString(), actor: "test", type, keyId, changes });
+
+function makeVerifier(extra: { cacheSize?: number } = {}) {
+  verifier = createKeyVerifier({ publicKeys, keys, clock: () => now, ...extra });
   return verifier;
 }
 
@@ -52,12 +60,14 @@ function expectRefused(token: string, reason: AuthFailure) {
 
 beforeEach(() => {
   now = T0;
-  revoked = new Set();
+  keys = createKeyState();
+  keys.markLoaded();
   ensureKeyPair(keysDir());
   signer = loadSigningKey(keysDir());
+  publicKeys = createPublicKeySet();
+  publicKeys.replace(jwksOf(loadPublicKeys(keysDir())));
   makeVerifier();
 });
-afterEach(() => verifier.close());
 
 describe("genuine keys", () => {
   it("verify with plan, key id and expiry", () => {
@@ -142,7 +152,7 @@ describe("forged and bad keys are refused with AuthError", () => {
 
   it("revoked", () => {
     const token = issue();
-    revoked.add(String(tokenPayload(token).sub));
+    feed("key.revoked", String(tokenPayload(token).sub), { revokedAt: new Date(now).toISOString() });
     expectRefused(token, "revoked");
   });
 
@@ -216,7 +226,7 @@ describe("cache", () => {
   it("a cache hit still honours revocation", () => {
     const token = issue();
     verifier.verify(token);
-    revoked.add(String(tokenPayload(token).sub));
+    feed("key.revoked", String(tokenPayload(token).sub), { revokedAt: new Date(now).toISOString() });
     expectRefused(token, "revoked");
   });
 
@@ -239,52 +249,76 @@ describe("cache", () => {
   });
 });
 
-describe("rotation and retirement reach a running verifier", () => {
-  it("keys of both pairs verify after a rotation; retiring the old pair refuses its keys, cached or not", async () => {
-    makeVerifier({ reloadMs: 20 });
+describe("the JWKS: rotation and retirement reach a running verifier", () => {
+  it("keys of both pairs verify after a rotation; retiring the old pair refuses its keys, cached or not", () => {
     const oldKey = issue();
     verifier.verify(oldKey);
     rotateKeyPair(keysDir());
     const newKey = issue();
-    await vi.waitFor(() => expect(verifier.verify(newKey).plan).toBe("pro"), { timeout: 2000, interval: 10 });
+    expectRefused(newKey, "invalid");
+    publicKeys.replace(jwksOf(loadPublicKeys(keysDir())));
+    expect(verifier.verify(newKey).plan).toBe("pro");
     expect(verifier.verify(oldKey).plan).toBe("pro");
 
-    retireKeyPair(keysDir(), signer.kid);
-    await vi.waitFor(() => expectRefused(oldKey, "invalid"), { timeout: 2000, interval: 10 });
+    const remaining = loadPublicKeys(keysDir());
+    remaining.delete(signer.kid);
+    publicKeys.replace(jwksOf(remaining));
+    expectRefused(oldKey, "invalid");
     expect(verifier.verify(newKey).plan).toBe("pro");
   });
 
-  it("a public key file removed by hand stops its keys", async () => {
-    makeVerifier({ reloadMs: 20 });
-    const token = issue();
-    verifier.verify(token);
-    rmSync(publicKeyPath(keysDir(), signer.kid));
-    await vi.waitFor(() => expectRefused(token, "invalid"), { timeout: 2000, interval: 10 });
-  });
-
-  it("a foreign public key dropped in under our kid verifies nothing of ours, cached or not", async () => {
-    makeVerifier({ reloadMs: 20 });
+  it("a foreign public key under our kid verifies nothing of ours, cached or not", () => {
     const token = issue();
     verifier.verify(token);
     const foreign = generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey;
-    writeFileSync(publicKeyPath(keysDir(), signer.kid), foreign.export({ format: "pem", type: "spki" }));
-    await vi.waitFor(() => expectRefused(token, "invalid"), { timeout: 2000, interval: 10 });
+    publicKeys.replace(jwksOf(new Map([[signer.kid, foreign]])));
+    expectRefused(token, "invalid");
+  });
+
+  it("skips keys that are not EC P-256 signature keys, and refuses a document that is not a JWKS (keeping the keys held)", () => {
+    const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey;
+    const p384 = generateKeyPairSync("ec", { namedCurve: "P-384" }).publicKey;
+    const ours = createPublicKey(readFileSync(publicKeyPath(keysDir(), signer.kid)));
+    const jwks = jwksOf(new Map([[signer.kid, ours]]));
+    jwks.keys.push({ ...rsa.export({ format: "jwk" }), kid: "rsa", alg: "RS256", use: "sig" });
+    jwks.keys.push({ ...p384.export({ format: "jwk" }), kid: "p384", alg: "ES256", use: "sig" });
+    jwks.keys.push({ ...ours.export({ format: "jwk" }), kid: "enc", alg: "ES256", use: "enc" });
+    publicKeys.replace(jwks);
+    expect(publicKeys.kids()).toEqual([signer.kid]);
+    expect(() => publicKeys.replace({ nope: [] })).toThrow();
+    expect(verifier.verify(issue()).plan).toBe("pro");
   });
 });
 
-describe("with the file-backed revocation list", () => {
-  it("a key revoked in revoked.json is refused within the poll interval, cached or not", async () => {
-    const revocations = watchRevocations({ keysDir: keysDir(), pollMs: 50 });
-    try {
-      makeVerifier({ revocations });
-      const token = issue();
-      verifier.verify(token);
-      addRevocation(keysDir(), String(tokenPayload(token).sub), null, Math.floor(now / 1000));
-      const start = Date.now();
-      await vi.waitFor(() => expectRefused(token, "revoked"), { timeout: 2000, interval: 5 });
-      expect(Date.now() - start).toBeLessThan(500);
-    } finally {
-      revocations.close();
-    }
+describe("the key service's state", () => {
+  it("a revocation from the feed refuses the key at once, cached or not", () => {
+    const token = issue();
+    verifier.verify(token);
+    feed("key.created", String(tokenPayload(token).sub), { plan: "pro", revokedAt: null, expiresAt: null, generation: 0 });
+    expect(verifier.verify(token).plan).toBe("pro");
+    feed("key.revoked", String(tokenPayload(token).sub), { revokedAt: new Date(now).toISOString() });
+    expectRefused(token, "revoked");
+  });
+
+  it("a rolled key's older token works until its grace ends, then gets rolled; the newest always works", () => {
+    const old = signed(goodClaims());
+    const id = String(tokenPayload(old).sub);
+    const newer = signed({ ...goodClaims(), gen: 1 });
+    feed("key.rolled", id, { generation: 1, graceUntil: { "0": new Date(now + 60_000).toISOString() } });
+    expect(verifier.verify(old).generation).toBe(0);
+    now += 60_000;
+    expectRefused(old, "rolled");
+    expect(verifier.verify(newer).generation).toBe(1);
+  });
+
+  it("the registry's expiry replaces the token's: set, extended, cleared", () => {
+    const token = issue({ expiresInSeconds: 60 });
+    const id = String(tokenPayload(token).sub);
+    feed("key.updated", id, { expiresAt: new Date(now + 10_000).toISOString() });
+    now += 10_000;
+    expectRefused(token, "expired");
+    feed("key.updated", id, { expiresAt: null });
+    now += 3_600_000;
+    expect(verifier.verify(token).plan).toBe("pro");
   });
 });

@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GET_PET_DEPRECATION, deprecationHeaders } from "../../../../gateway/http/deprecation.ts";
+import { requiredScope } from "../../../../gateway/auth/access.ts";
 import { ERRORS } from "../../../../lib/http/errors.ts";
 import { STATUS_VALUES } from "../../../../gateway/http/pet-mapping.ts";
 import { ROUTES } from "../../../../gateway/http/routes.ts";
@@ -84,6 +85,12 @@ describe("gateway/http/openapi.json", () => {
     expect(doc.info.license).toMatchObject({ name: expect.any(String), url: expect.stringMatching(/^https:\/\//) });
     expect(doc.security).toEqual([{ bearerAuth: [] }]);
     expect(doc.components.securitySchemes!.bearerAuth).toMatchObject({ type: "http", scheme: "bearer", bearerFormat: "JWT" });
+  });
+
+  it("names the scope each operation needs, as the gateway enforces it (GET pets:read, POST pets:write)", () => {
+    for (const { method, op } of operations()) {
+      expect(op.security, op.operationId).toEqual([{ bearerAuth: [requiredScope(method.toUpperCase())] }]);
+    }
   });
 
   it("resolves every $ref inside the document", () => {
@@ -178,9 +185,9 @@ describe("gateway/http/openapi.json", () => {
 
   it("documents every status each operation can answer, with the matching Error code", () => {
     const statuses = (id: string) => Object.keys(op(id).responses);
-    expect(statuses("listPets")).toEqual(["200", "400", "401", "429", "500", "503", "504"]);
-    expect(statuses("createPet")).toEqual(["201", "400", "401", "413", "415", "422", "429", "500", "503", "504"]);
-    expect(statuses("getPet")).toEqual(["200", "400", "401", "404", "410", "429", "500", "503", "504"]);
+    expect(statuses("listPets")).toEqual(["200", "400", "401", "403", "429", "500", "503", "504"]);
+    expect(statuses("createPet")).toEqual(["201", "400", "401", "403", "413", "415", "422", "429", "500", "503", "504"]);
+    expect(statuses("getPet")).toEqual(["200", "400", "401", "403", "404", "410", "429", "500", "503", "504"]);
     const all = [
       ...operations().flatMap(({ op }) => Object.entries(op.responses)),
       ...Object.entries(doc.components.responses!),

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KeyRecord } from "../../../../lib/key-record.ts";
+import { StorageUnavailableError } from "../../../../lib/storage-faults.ts";
 import { InvalidCursorError, RegistryConflictError, type KeyRegistry, type NewEvent } from "../../../../keys/registry/store.ts";
 
 /** A registry under test on a database of its own; `reopen` closes it and opens the same database again. */
@@ -10,6 +11,8 @@ export interface RegistryHarness {
   another(): Promise<KeyRegistry>;
   /** The versions recorded in schema_migrations. */
   migrationVersions(): Promise<number[]>;
+  /** Another session holds the write lock (past the store's wait) until the returned function runs. */
+  holdWriteLock(): Promise<() => Promise<void>>;
   destroy(): Promise<void>;
 }
 
@@ -192,6 +195,24 @@ export function registryConformance(name: string, open: () => Promise<RegistryHa
       expect(await reg().revokeAdminToken("adm_none", T0 + 9, event(null, "admin_token.revoked"))).toBeUndefined();
       expect(await reg().lastSeq()).toBe(created.seq + 1);
       expect((await reg().findAdminTokenByHash("a".repeat(64)))!.revokedAt).toBe(T0 + 5);
+    });
+
+    it("a write held past the lock wait is StorageUnavailableError (busy) and writes nothing; reads go on; then it serves again", { timeout: 30_000 }, async () => {
+      const r = record();
+      const seq = await reg().lastSeq();
+      const release = await h.holdWriteLock();
+      try {
+        const err = await reg()
+          .createKey(r, event(r.id))
+          .catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(StorageUnavailableError);
+        expect((err as StorageUnavailableError).fault).toBe("busy");
+        expect(await reg().lastSeq()).toBe(seq);
+      } finally {
+        await release();
+      }
+      await reg().createKey(r, event(r.id));
+      expect(await reg().getKey(r.id)).toEqual(r);
     });
 
     it("reopening keeps every row and applies no migration twice", async () => {

@@ -24,6 +24,7 @@ import type { KeyRegistry } from "../keys/registry/store.ts";
 import { allKeys, findKey } from "../keys/resolve.ts";
 import { syncKeys } from "../keys/sync.ts";
 import { formatUsage, keyUsage, lastUses } from "../keys/usage.ts";
+import { formatHistory, historyRange, readHistory } from "../keys/usage-history/history.ts";
 
 const USAGE = `usage: npm run -s keys -- <command>
 
@@ -40,6 +41,9 @@ const USAGE = `usage: npm run -s keys -- <command>
                         works until the grace period ends, then gets 401
   usage KEY_OR_ID [--json]
                         plan and limits in force, used and remaining per window, ban, last use
+  usage KEY_OR_ID --history [--granularity hour|day] [--json]
+                        requests per hour (last 48 h) or UTC day (last 30 days) by outcome,
+                        as the gateways reported them to the registry
   sync                  publish every key's record in the registry to Redis again
   list [--json]         keys in the registry: id, name, plan in force, limits, expiry, revoked,
                         rolls, last use (never the keys)
@@ -196,9 +200,17 @@ const commands: Record<string, (args: string[], ctx: Context) => void | Promise<
   },
 
   async usage(args, ctx) {
-    const { values, positionals } = parse(args, { json: { type: "boolean" } }, ["KEY_OR_ID"]);
+    const { values, positionals } = parse(args, { json: { type: "boolean" }, history: { type: "boolean" }, granularity: { type: "string" } }, ["KEY_OR_ID"]);
+    if (values.granularity !== undefined && !values.history) throw new UsageError("--granularity goes with --history");
+    if (values.granularity !== undefined && values.granularity !== "hour" && values.granularity !== "day") throw new UsageError("--granularity must be hour or day");
     const { KEYS_DIR, REDIS_URL } = ctx.config();
-    const record = await findKey(await ctx.registry(), KEYS_DIR, positionals[0]!, Math.floor(Date.now() / 1000));
+    const registry = await ctx.registry();
+    const record = await findKey(registry, KEYS_DIR, positionals[0]!, Math.floor(Date.now() / 1000));
+    if (values.history) {
+      const history = await readHistory(registry, record.id, historyRange({ granularity: values.granularity ?? "hour" }, Date.now()));
+      out(values.json ? `${JSON.stringify(history)}\n` : formatHistory(history));
+      return;
+    }
     const u = await keyUsage(record, KEYS_DIR, { redisUrl: REDIS_URL });
     out(values.json ? `${JSON.stringify(u)}\n` : formatUsage(u));
   },

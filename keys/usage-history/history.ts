@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { invalidRequest } from "../../lib/http/errors.ts";
 import { parseInput } from "../api/input.ts";
+import { formatTable } from "../list.ts";
 import type { KeyRegistry } from "../registry/store.ts";
 import {
   admitted,
@@ -68,4 +69,13 @@ export function historyJson(granularity: UsageGranularity, buckets: readonly Usa
 
 export async function readHistory(registry: KeyRegistry, keyId: string, range: HistoryRange): Promise<UsageHistoryJson> {
   return historyJson(range.granularity, await registry.usageHistory(keyId, range.granularity, range.from, range.to));
+}
+
+/** `keys usage KEY --history`: one line per bucket with a request, oldest first. */
+export function formatHistory(history: UsageHistoryJson): string {
+  if (history.buckets.length === 0) return `no requests reported in this range (by ${history.granularity})\n`;
+  return formatTable(
+    [history.granularity === "hour" ? "HOUR (UTC)" : "DAY (UTC)", "TOTAL", ...USAGE_OUTCOMES.map((o) => o.toUpperCase())],
+    history.buckets.map((b) => [history.granularity === "hour" ? b.start.slice(0, 16).replace("T", " ") : b.start.slice(0, 10), String(b.total), ...USAGE_OUTCOMES.map((o) => String(b[o]))]),
+  );
 }

@@ -125,6 +125,34 @@ describe("keys CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
   });
 
+  it("usage --history shows the reported requests by hour or day, as a table or JSON; --granularity needs --history", async () => {
+    await ok(["init"]);
+    const id = String(tokenPayload(await issue("--plan", "pro")).sub);
+    expect(await ok(["usage", id, "--history"])).toBe("no requests reported in this range (by hour)\n");
+    const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
+    const registry = await openRegistry(path.join(keysDir(), "keys.sqlite"));
+    try {
+      const bucket = { keyId: id, "2xx": 5, "4xx": 1, "5xx": 0, limited: 2, banned: 0, forbidden: 1 };
+      const report = { at: Date.now(), actor: "gw", bans: [], lastUsed: [], dailyLimits: {}, thresholdPercents: [80, 100] };
+      await registry.applyUsageReport({ ...report, reportId: "r1", buckets: [{ ...bucket, hour: hour - 3_600_000 }, { ...bucket, hour }] });
+    } finally {
+      await registry.close();
+    }
+    const iso = (ms: number) => new Date(ms).toISOString();
+    expect(JSON.parse(await ok(["usage", id, "--history", "--json"]))).toEqual({
+      granularity: "hour",
+      buckets: [hour - 3_600_000, hour].map((h) => ({ start: iso(h), total: 9, "2xx": 5, "4xx": 1, "5xx": 0, limited: 2, banned: 0, forbidden: 1 })),
+    });
+    const table = await ok(["usage", id, "--history"]);
+    expect(table.split("\n")[0]).toMatch(/^HOUR \(UTC\)\s+TOTAL\s+2XX\s+4XX\s+5XX\s+LIMITED\s+BANNED\s+FORBIDDEN$/);
+    expect(table).toContain(`${iso(hour).slice(0, 16).replace("T", " ")}  9      5    1    0    2        0       1`);
+    const days = JSON.parse(await ok(["usage", id, "--history", "--granularity", "day", "--json"]));
+    expect(days.granularity).toBe("day");
+    expect(days.buckets.reduce((sum: number, b: { total: number }) => sum + b.total, 0)).toBe(18);
+    expect(await keys(["usage", id, "--granularity", "day"])).toMatchObject({ code: 2, stderr: expect.stringContaining("--granularity goes with --history") });
+    expect(await keys(["usage", id, "--history", "--granularity", "week"])).toMatchObject({ code: 2, stderr: expect.stringContaining("hour or day") });
+  });
+
   it("set-plan and roll change the key in the registry; the rolled key verifies with gen; usage shows the plan in force", async () => {
     await ok(["init"]);
     const token = await issue("--plan", "free", "--name", "Ada");

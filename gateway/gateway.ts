@@ -2,7 +2,7 @@ import http from "node:http";
 import type express from "express";
 import type { Logger } from "../lib/logger.ts";
 import { createApp, type AppDeps } from "./app.ts";
-import { clientErrorHandler } from "./http/error-handler.ts";
+import { clientErrorHandler } from "../lib/http/client-error.ts";
 import { createKeyVerifier } from "./auth/jwt-verifier.ts";
 import { watchRevocations } from "./auth/revocation-list.ts";
 import { watchKeyChanges } from "./auth/key-changes.ts";

@@ -14,9 +14,10 @@ export class ConfigError extends Error {
 
 /**
  * Parses the environment once with a zod object schema whose keys are variable names, and
- * freezes the result. The first offending variable is reported.
+ * freezes the result. The first offending variable is reported, with its value unless it is one
+ * of `secrets`.
  */
-export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv): Readonly<z.infer<S>> {
+export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv, opts: { secrets?: readonly string[] } = {}): Readonly<z.infer<S>> {
   // Empty strings count as unset, as in most shells' `VAR= cmd`.
   const input = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
   const result = schema.safeParse(input);
@@ -24,7 +25,9 @@ export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEn
     const issue = result.error.issues[0]!;
     const variable = String(issue.path[0] ?? "environment");
     const given = env[variable];
-    throw new ConfigError(variable, `${issue.message} (got ${given === undefined ? "null" : JSON.stringify(withoutPasswords(given))})`);
+    // A secret's value (an admin token) is never echoed, not even a wrong one.
+    const got = given === undefined ? "null" : opts.secrets?.includes(variable) ? "a value, not shown: it is a secret" : JSON.stringify(withoutPasswords(given));
+    throw new ConfigError(variable, `${issue.message} (got ${got})`);
   }
   return Object.freeze(result.data);
 }

@@ -8,7 +8,7 @@ import path from "node:path";
 import { createKeyVerifier } from "../gateway/auth/jwt-verifier.ts";
 import { watchRevocations } from "../gateway/auth/revocation-list.ts";
 import { watchKeyChanges } from "../gateway/auth/key-changes.ts";
-import { DOCS_PATH } from "../gateway/ops/docs.ts";
+import { DOCS_PATH } from "../lib/http/docs.ts";
 import { ensureKeyPair, issueKey } from "../keys/index.ts";
 import { defaultKeysDir, legacyKeysDirNotice } from "../lib/keys-dir.ts";
 import { isPostgresUrl } from "../pet-service/store/pets-db-url.ts";

@@ -1,6 +1,6 @@
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { IDEMPOTENCY_KEY_REUSED } from "../../lib/grpc-status-details.ts";
-import type { ErrorCode } from "./errors.ts";
+import type { ErrorCode } from "../../lib/http/errors.ts";
 
 export interface GrpcMapping {
   code: ErrorCode;

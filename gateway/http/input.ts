@@ -1,6 +1,6 @@
 import type { Request } from "express";
 import type { GetPetRequestInit, ListPetsRequestInit } from "../../proto/generated/petstore-v1.ts";
-import { ApiError, invalidRequest, type ErrorDetail } from "./errors.ts";
+import { ApiError, invalidRequest, type ErrorDetail } from "../../lib/http/errors.ts";
 import { toInt64 } from "./int64.ts";
 import { parseJsonBody } from "./json-body.ts";
 import { STATUS_TO_PROTO, STATUS_VALUES, unknownNameViolations } from "./pet-mapping.ts";

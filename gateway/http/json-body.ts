@@ -1,5 +1,5 @@
 import { isLosslessNumber, parse, type LosslessNumber } from "lossless-json";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../../lib/http/errors.ts";
 
 /**
  * Deepest nesting of arrays and objects a request body may have. NewPet is flat (depth 1); the

@@ -8,7 +8,7 @@ import type { ApiKey } from "../../lib/api-key-format.ts";
 declare global {
   namespace Express {
     interface Locals {
-      /** Every request: the caller's sane X-Request-Id or a new UUID (request-context.ts). */
+      /** Every request: the caller's sane X-Request-Id or a new UUID (lib/http/request-context.ts). */
       requestId: string;
       /** Every request: its SERVER span, recording or not (trace-requests.ts); logs and exemplars name its trace. */
       span: Span;

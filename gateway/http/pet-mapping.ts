@@ -1,5 +1,5 @@
 import type { CreatePetRequestInit, Pet, PetStatus } from "../../proto/generated/petstore-v1.ts";
-import { invalidRequest, type ErrorDetail } from "./errors.ts";
+import { invalidRequest, type ErrorDetail } from "../../lib/http/errors.ts";
 import { toInt64 } from "./int64.ts";
 import { isJsonObject, isLosslessNumber } from "./json-body.ts";
 import type { FieldViolation } from "../../lib/grpc-status-details.ts";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Request } from "express";
 import type { PetClient } from "../pet-client/pet-client.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../../lib/http/errors.ts";
 import { GET_PET_DEPRECATION, type Deprecation } from "./deprecation.ts";
 import { getPetRequest, idempotencyKey, jsonBody, listPetsRequest } from "./input.ts";
 import { petJson, petsJson, toCreatePetRequest } from "./pet-mapping.ts";

@@ -1,6 +1,6 @@
 import express from "express";
 import { exposition } from "../../lib/openmetrics.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../../lib/http/errors.ts";
 import type { GatewayMetrics } from "./metrics.ts";
 
 export interface OpsDeps {

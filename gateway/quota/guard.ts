@@ -4,7 +4,7 @@ import { subjectForAddress, subjectForKey } from "../../lib/redis-keys.ts";
 import { AuthError, type ApiKey } from "../../lib/api-key-format.ts";
 import type { KeyVerifier } from "../auth/jwt-verifier.ts";
 import { parseBearer } from "../auth/bearer.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../../lib/http/errors.ts";
 import { rateLimitHeaders } from "./headers.ts";
 import type { Decision, LimiterStore, WindowLimit } from "../limiter/limiter.ts";
 import { windowsFor, windowsForLimits } from "./plans.ts";

@@ -4,8 +4,8 @@ import { context, propagation, trace } from "@opentelemetry/api";
 import type { RequestHandler, Response } from "express";
 import { createProxyMiddleware, proxyEventsPlugin } from "http-proxy-middleware";
 import type { Logger } from "../../lib/logger.ts";
-import { ApiError, type ErrorCode } from "../http/errors.ts";
-import { sendError } from "../http/error-handler.ts";
+import { ApiError, type ErrorCode } from "../../lib/http/errors.ts";
+import { sendError } from "../../lib/http/error-response.ts";
 
 /**
  * The store area and categories are not pet-service features: operators point them at HTTP

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { GATEWAY_ENV } from "../../gateway/config.ts";
-import { DOCS_PATH } from "../../gateway/ops/docs.ts";
+import { DOCS_PATH } from "../../lib/http/docs.ts";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const DEPLOY = path.join(ROOT, "deploy");

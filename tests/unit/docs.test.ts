@@ -5,6 +5,7 @@ import { marked, type Token, type Tokens } from "marked";
 import { describe, expect, it } from "vitest";
 import { GATEWAY_ENV } from "../../gateway/config.ts";
 import { keysEnvSchema } from "../../keys/config.ts";
+import { KEY_SERVICE_ENV } from "../../keys/service-config.ts";
 import { PET_SERVICE_ENV } from "../../pet-service/config.ts";
 
 // What a reader follows in the documentation leads somewhere: README.md, docs/ and deploy/README.md
@@ -89,6 +90,6 @@ it("docs/operating.md's configuration table names every variable the processes r
   const { text } = doc("docs/operating.md");
   const table = text.slice(text.indexOf("## Configuration"), text.indexOf("\n## ", text.indexOf("## Configuration") + 1));
   const named = new Set([...table.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!));
-  const read = [...Object.keys(GATEWAY_ENV.shape), ...Object.keys(PET_SERVICE_ENV.shape), ...Object.keys(keysEnvSchema.shape), "LOG_LEVEL"];
+  const read = [...Object.keys(GATEWAY_ENV.shape), ...Object.keys(PET_SERVICE_ENV.shape), ...Object.keys(keysEnvSchema.shape), ...Object.keys(KEY_SERVICE_ENV.shape), "LOG_LEVEL"];
   expect(read.filter((name) => !named.has(name))).toEqual([]);
 });

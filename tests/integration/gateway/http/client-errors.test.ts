@@ -1,11 +1,11 @@
 /**
- * Requests Node's parser refuses before Express sees them (gateway/http/error-handler.ts,
+ * Requests Node's parser refuses before Express sees them (lib/http/client-error.ts,
  * clientErrorHandler), on real sockets: a client that is still sending when it is refused reads
  * its Error answer, and the connection does not outlive the refusal by more than LINGER_MS.
  */
 import net from "node:net";
 import { beforeAll, describe, expect, it } from "vitest";
-import { LINGER_MS } from "../../../../gateway/http/error-handler.ts";
+import { LINGER_MS } from "../../../../lib/http/client-error.ts";
 import { useGatewayProcess, type GatewayProcess } from "../../../../testkit/gateway-process.ts";
 import { useGateway } from "../../../../testkit/gateway.ts";
 import { rawRequest } from "../../../../testkit/raw-http.ts";

@@ -1,6 +1,6 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DOCS_CSP } from "../../../../gateway/ops/docs.ts";
+import { DOCS_CSP } from "../../../../lib/http/docs.ts";
 import { launchChromium, recordPage, type PageRecord } from "../../../../testkit/browser.ts";
 import { createTestKeys, startGateway, type RunningGateway, type TestKeys } from "../../../../testkit/gateway.ts";
 import { startPetService, type RunningPetService } from "../../../../testkit/pet-service.ts";

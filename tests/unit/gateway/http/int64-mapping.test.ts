@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { parse } from "lossless-json";
 import { describe, expect, it } from "vitest";
 import type { Pet } from "../../../../proto/generated/petstore-v1.ts";
-import { ApiError } from "../../../../gateway/http/errors.ts";
+import { ApiError } from "../../../../lib/http/errors.ts";
 import { toInt64 } from "../../../../gateway/http/int64.ts";
 import { parseJsonBody } from "../../../../gateway/http/json-body.ts";
 import { petJson, petsJson, toCreatePetRequest } from "../../../../gateway/http/pet-mapping.ts";

@@ -1,6 +1,6 @@
 /** The request-body parser: lossless numbers, no prototypes from keys, bounded nesting, one error shape. */
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../../../../gateway/http/errors.ts";
+import { ApiError } from "../../../../lib/http/errors.ts";
 import { isLosslessNumber, MAX_JSON_DEPTH, parseJsonBody } from "../../../../gateway/http/json-body.ts";
 
 const nested = (depth: number, open = "[", close = "]") => open.repeat(depth) + close.repeat(depth);

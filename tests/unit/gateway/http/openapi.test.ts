@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GET_PET_DEPRECATION, deprecationHeaders } from "../../../../gateway/http/deprecation.ts";
-import { ERRORS } from "../../../../gateway/http/errors.ts";
+import { ERRORS } from "../../../../lib/http/errors.ts";
 import { STATUS_VALUES } from "../../../../gateway/http/pet-mapping.ts";
 import { ROUTES } from "../../../../gateway/http/routes.ts";
 import { LIST_LIMIT, NAME_MAX_LENGTH } from "../../../../pet-service/rules.ts";

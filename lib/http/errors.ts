@@ -1,7 +1,7 @@
 /**
  * The one registry of error codes: each public `code`, the HTTP status it always carries and
  * its default message.
- * Every error body the gateway writes is `{ code, message, status[, details] }` from here.
+ * Every error body the gateway and the key service write is `{ code, message, status[, details] }` from here.
  */
 export const ERRORS = {
   invalid_request: { status: 400, message: "The request is invalid." },

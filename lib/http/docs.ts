@@ -4,15 +4,15 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
 import express, { type Request, type Response } from "express";
-import { getOrCreate } from "../../lib/get-or-create.ts";
+import { getOrCreate } from "../get-or-create.ts";
 
 /**
- * GET /docs: the API reference, rendered in the browser by Swagger UI from the description the
- * gateway serves at /v1/openapi.json. Every file comes from the swagger-ui-dist package or from
- * here: no CDN, and nothing on the page asks any other host for anything.
+ * GET /docs: an API reference, rendered in the browser by Swagger UI from the description the
+ * process serves (the gateway's /v1/openapi.json, the key service's /openapi.json). Every file
+ * comes from the swagger-ui-dist package or from here: no CDN, and nothing on the page asks any
+ * other host for anything.
  */
 export const DOCS_PATH = "/docs";
-export const OPENAPI_PATH = "/v1/openapi.json";
 
 const UI_DIR = path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
 
@@ -32,12 +32,12 @@ export const DOCS_CSP = [
   "form-action 'none'",
 ].join("; ");
 
-const PAGE = `<!DOCTYPE html>
+const page = (title: string) => `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Pet Store API reference</title>
+<title>${title}</title>
 <link rel="stylesheet" href="${DOCS_PATH}/swagger-ui.css">
 <link rel="icon" type="image/png" sizes="32x32" href="${DOCS_PATH}/favicon-32x32.png">
 </head>
@@ -54,8 +54,8 @@ const PAGE = `<!DOCTYPE html>
  * the validator badge off (it would send the description to validator.swagger.io); no URL bar
  * (the standalone layout's, which would fetch any URL a visitor types).
  */
-const INIT = `window.ui = SwaggerUIBundle({
-  url: ${JSON.stringify(OPENAPI_PATH)},
+const init = (openapiPath: string) => `window.ui = SwaggerUIBundle({
+  url: ${JSON.stringify(openapiPath)},
   dom_id: "#swagger-ui",
   deepLinking: true,
   docExpansion: "full",
@@ -67,7 +67,7 @@ const INIT = `window.ui = SwaggerUIBundle({
 
 interface Asset {
   type: string;
-  /** Package files change only with the package; the page and its script with the gateway. */
+  /** Package files change only with the package; the page and its script with the process. */
   cacheControl: string;
   body: () => Promise<Buffer>;
 }
@@ -75,14 +75,11 @@ interface Asset {
 const fromPackage = (file: string, type: string): Asset => ({ type, cacheControl: "public, max-age=3600", body: () => readFile(path.join(UI_DIR, file)) });
 const inline = (text: string, type: string): Asset => ({ type, cacheControl: "no-cache", body: async () => Buffer.from(text) });
 
-/** The only files served: not the package's index.html and initializer, which load the public Petstore demo. */
-const ASSETS: ReadonlyMap<string, Asset> = new Map([
-  ["", inline(PAGE, "text/html; charset=utf-8")],
-  ["/init.js", inline(INIT, "text/javascript; charset=utf-8")],
+const PACKAGE_ASSETS: ReadonlyArray<[string, Asset]> = [
   ["/swagger-ui-bundle.js", fromPackage("swagger-ui-bundle.js", "text/javascript; charset=utf-8")],
   ["/swagger-ui.css", fromPackage("swagger-ui.css", "text/css; charset=utf-8")],
   ["/favicon-32x32.png", fromPackage("favicon-32x32.png", "image/png")],
-]);
+];
 
 interface Loaded {
   plain: Buffer;
@@ -95,27 +92,42 @@ const gzipAsync = promisify(gzip);
  * Read and compressed on first use (the bundle is 1.7 MB, about 0.5 MB gzipped), then kept. Both
  * run off the event loop, so the first visitor does not stall API requests.
  */
-const loaded = new Map<string, Promise<Loaded>>();
+const loaded = new Map<Asset, Promise<Loaded>>();
 
-function load(name: string, asset: Asset): Promise<Loaded> {
-  return getOrCreate(loaded, name, () => {
+function load(asset: Asset): Promise<Loaded> {
+  return getOrCreate(loaded, asset, () => {
     const made = (async () => {
       const plain = await asset.body();
       return { plain, gzip: await gzipAsync(plain) };
     })();
     // A failed read (500 for this request) is tried again by the next one, not kept.
-    made.catch(() => loaded.delete(name));
+    made.catch(() => loaded.delete(asset));
     return made;
   });
 }
 
-/** The docs page and its files; no key, no quota (like /v1/openapi.json). */
-export function docsRouter(): express.Router {
+export interface DocsPage {
+  /** The page's title: "Pet Store API reference". */
+  title: string;
+  /** Where this process serves its OpenAPI description: "/v1/openapi.json". */
+  openapiPath: string;
+}
+
+/**
+ * The docs page and its files; no credentials, no quota (like the description itself). The only
+ * files served: not the package's index.html and initializer, which load the public Petstore demo.
+ */
+export function docsRouter({ title, openapiPath }: DocsPage): express.Router {
+  const assets: ReadonlyArray<[string, Asset]> = [
+    ["", inline(page(title), "text/html; charset=utf-8")],
+    ["/init.js", inline(init(openapiPath), "text/javascript; charset=utf-8")],
+    ...PACKAGE_ASSETS,
+  ];
   const router = express.Router({ strict: true });
   router.get(`${DOCS_PATH}/`, (_req, res) => res.redirect(301, DOCS_PATH));
-  for (const [name, asset] of ASSETS) {
+  for (const [name, asset] of assets) {
     router.get(`${DOCS_PATH}${name}`, async (req: Request, res: Response) => {
-      const { plain, gzip } = await load(name, asset);
+      const { plain, gzip } = await load(asset);
       const compressed = req.acceptsEncodings("gzip", "identity") === "gzip";
       res.setHeader("Content-Security-Policy", DOCS_CSP);
       res.setHeader("Cache-Control", asset.cacheControl);

@@ -88,7 +88,7 @@ export async function importKeysDir(registry: KeyRegistry, fromDir: string, now:
     let current = existing;
     const since = last.get(key.keyId) ?? 0;
     const apply = async (next: KeyRecord, type: NewEvent["type"], extra: Record<string, unknown> = {}) => {
-      await registry.updateKey(next, event(type, key.keyId, { ...changedFields(current, next), ...extra }));
+      await registry.updateKey(next, event(type, key.keyId, { ...changedFields(current, next), ...extra }), current);
       current = next;
     };
     if (change?.planChangedAt !== undefined && ms(change.planChangedAt) > since && planOverride(change)) {

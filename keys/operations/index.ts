@@ -57,7 +57,7 @@ export interface KeyOperations {
   /** Throws KeyNotFoundError. */
   get(id: string): Promise<KeyRecord>;
   list(filter: KeyListFilter, limit: number, cursor?: string): Promise<Page<KeyRecord>>;
-  /** Throws KeyNotFoundError, KeyConflictError (revoked), KeyValidationError. */
+  /** Throws KeyNotFoundError, KeyConflictError (revoked), KeyValidationError; RegistryConflictError when other writers kept changing the key (10 tries). */
   update(id: string, patch: KeyPatch, actor: string): Promise<KeyRecord>;
   /** A new token of the same key; older ones work `graceSeconds` more. Throws as update, and KeyConflictError when expired. */
   roll(id: string, graceSeconds: number | undefined, actor: string): Promise<{ record: KeyRecord; token: string }>;
@@ -66,6 +66,20 @@ export interface KeyOperations {
 }
 
 const toSeconds = (ms: number) => Math.floor(ms / 1000);
+
+/** A change computed from a record another writer changed meanwhile is computed again, this many times at most. */
+const CHANGE_ATTEMPTS = 10;
+
+/** Runs `change` (read, compute, compare-and-set write) again while another writer got there first. */
+async function untilApplied<T>(change: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await change();
+    } catch (err) {
+      if (!(err instanceof RegistryConflictError) || attempt === CHANGE_ATTEMPTS) throw err;
+    }
+  }
+}
 
 export function createKeyOperations({ registry, keysDir, clock }: KeyOperationsDeps): KeyOperations {
   const event = (at: number, actor: string, type: NewEvent["type"], keyId: string, changes: Record<string, unknown>): NewEvent => ({
@@ -136,41 +150,48 @@ export function createKeyOperations({ registry, keysDir, clock }: KeyOperationsD
       return registry.listKeys({ ...filter, now: clock() }, limit, cursor);
     },
 
-    async update(id, patch, actor) {
-      const now = clock();
-      const current = await live(id);
-      const next = patchedRecord(current, patch, now);
-      const changes = changedFields(current, next);
-      if (Object.keys(changes).length === 0) return current;
-      await registry.updateKey(next, event(now, actor, "key.updated", id, changes));
-      return next;
+    update(id, patch, actor) {
+      return untilApplied(async () => {
+        const now = clock();
+        const current = await live(id);
+        const next = patchedRecord(current, patch, now);
+        const changes = changedFields(current, next);
+        if (Object.keys(changes).length === 0) return current;
+        await registry.updateKey(next, event(now, actor, "key.updated", id, changes), current);
+        return next;
+      });
     },
 
     async roll(id, graceSeconds = DEFAULT_GRACE_SECONDS, actor) {
       if (!Number.isSafeInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_GRACE_SECONDS) {
         throw new KeyValidationError([{ field: "graceSeconds", message: `must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS} (30 days)` }]);
       }
-      const now = clock();
-      const current = await live(id);
-      if (keyState(current, now) === "expired") throw new KeyConflictError(`${id} has expired; create a new key instead`);
-      // Grace periods already over say nothing an absent one does not (an older generation without one is refused).
-      const graceUntil = Object.fromEntries(Object.entries(current.graceUntil).filter(([, until]) => until > now));
-      graceUntil[String(current.generation)] = now + graceSeconds * 1000;
-      const rolled: KeyRecord = { ...current, generation: current.generation + 1, graceUntil };
-      const { token, kid } = sign(rolled, now);
-      rolled.kid = kid;
-      const isoGrace = Object.fromEntries(Object.entries(graceUntil).map(([generation, until]) => [generation, new Date(until).toISOString()]));
-      await registry.updateKey(rolled, event(now, actor, "key.rolled", id, { ...changedFields(current, rolled), graceUntil: isoGrace }));
-      return { record: rolled, token };
+      // Two rolls at once never hand out one generation twice: the second computes again from the first's.
+      return untilApplied(async () => {
+        const now = clock();
+        const current = await live(id);
+        if (keyState(current, now) === "expired") throw new KeyConflictError(`${id} has expired; create a new key instead`);
+        // Grace periods already over say nothing an absent one does not (an older generation without one is refused).
+        const graceUntil = Object.fromEntries(Object.entries(current.graceUntil).filter(([, until]) => until > now));
+        graceUntil[String(current.generation)] = now + graceSeconds * 1000;
+        const rolled: KeyRecord = { ...current, generation: current.generation + 1, graceUntil };
+        const { token, kid } = sign(rolled, now);
+        rolled.kid = kid;
+        const isoGrace = Object.fromEntries(Object.entries(graceUntil).map(([generation, until]) => [generation, new Date(until).toISOString()]));
+        await registry.updateKey(rolled, event(now, actor, "key.rolled", id, { ...changedFields(current, rolled), graceUntil: isoGrace }), current);
+        return { record: rolled, token };
+      });
     },
 
-    async revoke(id, actor) {
-      const now = clock();
-      const current = await get(id);
-      if (current.revokedAt !== null) return current;
-      const revoked = { ...current, revokedAt: now };
-      await registry.updateKey(revoked, event(now, actor, "key.revoked", id, changedFields(current, revoked)));
-      return revoked;
+    revoke(id, actor) {
+      return untilApplied(async () => {
+        const now = clock();
+        const current = await get(id);
+        if (current.revokedAt !== null) return current;
+        const revoked = { ...current, revokedAt: now };
+        await registry.updateKey(revoked, event(now, actor, "key.revoked", id, changedFields(current, revoked)), current);
+        return revoked;
+      });
     },
   };
 }

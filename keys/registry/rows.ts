@@ -53,6 +53,38 @@ export function keyColumnValues(r: KeyRecord): (string | number | null)[] {
   ];
 }
 
+/** The columns an update writes: `id` names the row, and last use is touchLastUsed's alone. */
+const UPDATED_COLUMNS = KEY_COLUMNS.filter((c) => c !== "id" && c !== "last_used_at");
+const JSON_COLUMNS: ReadonlySet<string> = new Set(["metadata", "scopes", "allowed_cidrs", "grace_until"]);
+
+/**
+ * UPDATE of a key's row in either dialect; with `previous`, only while the row still holds what
+ * `previous` says (compare-and-set: a change made meanwhile by another writer wins, and the caller
+ * reads again). JSON columns compare as the text written, which JSON.stringify makes the same for
+ * the same value (PostgreSQL's json keeps its text as given).
+ */
+export function keyUpdateQuery(record: KeyRecord, previous: KeyRecord | undefined, dialect: "sqlite" | "postgres"): { sql: string; values: unknown[] } {
+  const columnValues = (r: KeyRecord) => new Map<string, unknown>(keyColumnValues(r).map((v, i) => [KEY_COLUMNS[i]!, v]));
+  const next = columnValues(record);
+  const values: unknown[] = [];
+  const p = (value: unknown) => {
+    values.push(value);
+    return dialect === "sqlite" ? "?" : `$${values.length}`;
+  };
+  const set = UPDATED_COLUMNS.map((c) => `${c} = ${p(next.get(c))}`).join(", ");
+  let where = `id = ${p(record.id)}`;
+  if (previous) {
+    const before = columnValues(previous);
+    for (const c of UPDATED_COLUMNS) {
+      where += dialect === "sqlite" ? ` AND ${c} IS ${p(before.get(c))}` : ` AND ${c}${JSON_COLUMNS.has(c) ? "::text" : ""} IS NOT DISTINCT FROM ${p(before.get(c))}`;
+    }
+  }
+  return { sql: `UPDATE keys SET ${set} WHERE ${where}`, values };
+}
+
+/** What an update that matched no row means: no such key, or (with `previous`) a change made meanwhile. */
+export const KEY_CHANGED_MEANWHILE = "the key changed meanwhile; read it again";
+
 export function keyRecordOfRow(row: Record<string, unknown>): KeyRecord {
   return {
     id: row.id as string,

@@ -8,6 +8,10 @@
  * next `seq`: no gaps, and rows become visible in seq order (on PostgreSQL a one-row counter
  * updated in the transaction serialises writers), so a follower reading `after=n` never misses
  * a row below a seq it has seen.
+ *
+ * A storage fault (disk full, a lock held past the wait, PostgreSQL unreachable) rejects with
+ * StorageUnavailableError (lib/storage-faults.ts): nothing was written, and the store serves again
+ * once the fault clears. Opening migrates the schema (sqlite/migrations.ts, postgres/migrations.ts).
  */
 import type { EventType, KeyEvent, KeyRecord, KeyState, Page } from "../../lib/key-record.ts";
 import type { PlanName } from "../../lib/api-key-format.ts";
@@ -62,8 +66,13 @@ export interface KeyRegistry {
    * (nothing written: the caller answers from findIdempotent). Expired claims are deleted here.
    */
   createKey(record: KeyRecord, event: NewEvent, idempotency?: IdempotencyClaim): Promise<KeyEvent>;
-  /** Replaces the key's stored record with `record` (same id) and appends the event. */
-  updateKey(record: KeyRecord, event: NewEvent): Promise<KeyEvent>;
+  /**
+   * Replaces the key's stored record with `record` (same id; lastUsedAt is left to touchLastUsed)
+   * and appends the event. With `previous` (the record the change was computed from), only if the
+   * stored record is still that one: else RegistryConflictError and nothing written, so two
+   * writers (processes, replicas) never lose each other's change; the caller reads and retries.
+   */
+  updateKey(record: KeyRecord, event: NewEvent, previous?: KeyRecord): Promise<KeyEvent>;
   getKey(id: string): Promise<KeyRecord | undefined>;
   /** Oldest first (by createdAt, then id); `cursor` is opaque, from the previous page (InvalidCursorError otherwise). */
   listKeys(filter: KeyFilter, limit: number, cursor?: string): Promise<Page<KeyRecord>>;

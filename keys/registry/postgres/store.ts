@@ -2,7 +2,19 @@ import pg from "pg";
 import type { KeyEvent, KeyRecord, Page } from "../../../lib/key-record.ts";
 import type { SchemaReport } from "../../../lib/migrations.ts";
 import { asStoreError } from "../../../lib/postgres-faults.ts";
-import { ADMIN_TOKEN_COLUMNS, adminTokenOfRow, EVENT_COLUMNS, KEY_COLUMNS, keyColumnValues, keyEventOfRow, keyPage, keyPageQuery, keyRecordOfRow } from "../rows.ts";
+import {
+  ADMIN_TOKEN_COLUMNS,
+  adminTokenOfRow,
+  EVENT_COLUMNS,
+  KEY_CHANGED_MEANWHILE,
+  KEY_COLUMNS,
+  keyColumnValues,
+  keyEventOfRow,
+  keyPage,
+  keyPageQuery,
+  keyRecordOfRow,
+  keyUpdateQuery,
+} from "../rows.ts";
 import { RegistryConflictError, type AdminTokenRecord, type IdempotencyClaim, type IdempotentResult, type KeyFilter, type KeyRegistry, type NewEvent } from "../store.ts";
 import { migrateRegistryPostgres } from "./migrations.ts";
 
@@ -22,12 +34,7 @@ const POOL_SETTINGS = {
 
 export const DEFAULT_REGISTRY_POOL_SIZE = 5;
 
-const params = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(", ");
-const INSERT_KEY = `INSERT INTO keys (${KEY_COLUMNS.join(", ")}) VALUES (${params(KEY_COLUMNS.length)})`;
-const UPDATE_KEY = `UPDATE keys SET ${KEY_COLUMNS.slice(1)
-  .map((c, i) => `${c} = $${i + 2}`)
-  .join(", ")} WHERE id = $1`;
-
+const INSERT_KEY = `INSERT INTO keys (${KEY_COLUMNS.join(", ")}) VALUES (${KEY_COLUMNS.map((_, i) => `$${i + 1}`).join(", ")})`;
 /** PostgreSQL's unique_violation, by the constraint it hit. */
 function conflictOf(err: unknown): RegistryConflictError | undefined {
   const { code, constraint } = (err ?? {}) as { code?: unknown; constraint?: unknown };
@@ -92,10 +99,15 @@ export class PostgresKeyRegistry implements KeyRegistry {
     });
   }
 
-  updateKey(record: KeyRecord, event: NewEvent): Promise<KeyEvent> {
+  updateKey(record: KeyRecord, event: NewEvent, previous?: KeyRecord): Promise<KeyEvent> {
     return this.transaction(async (c) => {
-      const { rowCount } = await c.query(UPDATE_KEY, keyColumnValues(record));
-      if (rowCount !== 1) throw new Error(`no key ${record.id} to update`);
+      const { sql, values } = keyUpdateQuery(record, previous, "postgres");
+      const { rowCount } = await c.query(sql, values);
+      if (rowCount !== 1) {
+        const { rowCount: found } = await c.query("SELECT 1 FROM keys WHERE id = $1", [record.id]);
+        if (found !== 1) throw new Error(`no key ${record.id} to update`);
+        throw new RegistryConflictError(KEY_CHANGED_MEANWHILE);
+      }
       return appendEvent(c, event);
     });
   }
@@ -196,7 +208,7 @@ export class PostgresKeyRegistry implements KeyRegistry {
       return result;
     } catch (err) {
       await client.query("ROLLBACK").catch(() => {});
-      throw conflictOf(err) ?? asStoreError(err);
+      throw err instanceof RegistryConflictError ? err : (conflictOf(err) ?? asStoreError(err));
     } finally {
       client.release();
     }

@@ -6,7 +6,7 @@ import type { SchemaReport } from "../../../lib/migrations.ts";
 import { openDurableWriter } from "../../../lib/sqlite.ts";
 import { toStorageError } from "../../../lib/sqlite-faults.ts";
 import { WorkerCalls } from "../../../lib/worker-calls.ts";
-import { ADMIN_TOKEN_COLUMNS, adminTokenOfRow, EVENT_COLUMNS, KEY_COLUMNS, keyEventOfRow, keyPage, keyPageQuery, keyRecordOfRow } from "../rows.ts";
+import { ADMIN_TOKEN_COLUMNS, adminTokenOfRow, EVENT_COLUMNS, KEY_CHANGED_MEANWHILE, KEY_COLUMNS, keyEventOfRow, keyPage, keyPageQuery, keyRecordOfRow } from "../rows.ts";
 import { RegistryConflictError, type AdminTokenRecord, type IdempotencyClaim, type IdempotentResult, type KeyFilter, type KeyRegistry, type NewEvent } from "../store.ts";
 import { migrateRegistrySqlite } from "./migrations.ts";
 import { CONFLICT, type WriteRequest, type WriteResult } from "./writes.ts";
@@ -57,8 +57,8 @@ export class SqliteKeyRegistry implements KeyRegistry {
     return this.write({ op: "createKey", record, event, ...(idempotency && { idempotency }) }) as Promise<KeyEvent>;
   }
 
-  updateKey(record: KeyRecord, event: NewEvent): Promise<KeyEvent> {
-    return this.write({ op: "updateKey", record, event }) as Promise<KeyEvent>;
+  updateKey(record: KeyRecord, event: NewEvent, previous?: KeyRecord): Promise<KeyEvent> {
+    return this.write({ op: "updateKey", record, event, ...(previous && { previous }) }) as Promise<KeyEvent>;
   }
 
   async getKey(id: string): Promise<KeyRecord | undefined> {
@@ -143,6 +143,7 @@ export class SqliteKeyRegistry implements KeyRegistry {
 
 /** Which unique constraint a write lost to, without SQLite's wording. */
 function conflictMessage(err: Error): string {
+  if (err.message === KEY_CHANGED_MEANWHILE) return err.message;
   if (/idempotency\./.test(err.message)) return "that Idempotency-Key is in use";
   if (/admin_tokens\.name/.test(err.message)) return "an admin token of that name exists";
   if (/admin_tokens\./.test(err.message)) return "that admin token exists";

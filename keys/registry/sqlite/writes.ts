@@ -1,7 +1,7 @@
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import type { KeyEvent, KeyRecord } from "../../../lib/key-record.ts";
 import { withResultCode } from "../../../lib/sqlite.ts";
-import { KEY_COLUMNS, keyColumnValues } from "../rows.ts";
+import { KEY_CHANGED_MEANWHILE, KEY_COLUMNS, keyColumnValues, keyUpdateQuery } from "../rows.ts";
 import type { AdminTokenRecord, IdempotencyClaim, NewEvent } from "../store.ts";
 
 /**
@@ -12,7 +12,7 @@ import type { AdminTokenRecord, IdempotencyClaim, NewEvent } from "../store.ts";
  */
 export type WriteRequest =
   | { op: "createKey"; record: KeyRecord; event: NewEvent; idempotency?: IdempotencyClaim }
-  | { op: "updateKey"; record: KeyRecord; event: NewEvent }
+  | { op: "updateKey"; record: KeyRecord; event: NewEvent; previous?: KeyRecord }
   | { op: "touchLastUsed"; id: string; at: number }
   | { op: "appendEvent"; event: NewEvent }
   | { op: "createAdminToken"; token: AdminTokenRecord; event: NewEvent }
@@ -22,10 +22,6 @@ export type WriteResult = KeyEvent | undefined;
 
 /** An error a write throws on purpose; the store turns the code into its error class. */
 export const CONFLICT = "SQLITE_CONSTRAINT";
-
-const UPDATE_KEY = `UPDATE keys SET ${KEY_COLUMNS.slice(1)
-  .map((c) => `${c} = ?`)
-  .join(", ")} WHERE id = ?`;
 
 function appendEvent(db: DatabaseSync, e: NewEvent): KeyEvent {
   const { seq } = db
@@ -51,10 +47,13 @@ function createKey(db: DatabaseSync, record: KeyRecord, event: NewEvent, claim?:
   return appendEvent(db, event);
 }
 
-function updateKey(db: DatabaseSync, record: KeyRecord, event: NewEvent): KeyEvent {
-  const [id, ...rest] = keyColumnValues(record);
-  const { changes } = db.prepare(UPDATE_KEY).run(...(rest as SQLInputValue[]), id!);
-  if (Number(changes) !== 1) throw new Error(`no key ${record.id} to update`);
+function updateKey(db: DatabaseSync, record: KeyRecord, event: NewEvent, previous?: KeyRecord): KeyEvent {
+  const { sql, values } = keyUpdateQuery(record, previous, "sqlite");
+  const { changes } = db.prepare(sql).run(...(values as SQLInputValue[]));
+  if (Number(changes) !== 1) {
+    if (!db.prepare("SELECT 1 FROM keys WHERE id = ?").get(record.id)) throw new Error(`no key ${record.id} to update`);
+    throw Object.assign(new Error(KEY_CHANGED_MEANWHILE), { code: CONFLICT });
+  }
   return appendEvent(db, event);
 }
 
@@ -80,7 +79,7 @@ function run(db: DatabaseSync, w: WriteRequest): WriteResult {
     case "createKey":
       return createKey(db, w.record, w.event, w.idempotency);
     case "updateKey":
-      return updateKey(db, w.record, w.event);
+      return updateKey(db, w.record, w.event, w.previous);
     case "touchLastUsed":
       // Last use only moves forward: reports from several gateways arrive in any order.
       db.prepare("UPDATE keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)").run(w.at, w.id, w.at);

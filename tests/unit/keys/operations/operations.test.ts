@@ -134,3 +134,15 @@ describe("key operations", () => {
     expect((await ops.list({ ownerId: "u2" }, 10)).items.map((k) => k.id)).toEqual([other.record.id]);
   });
 });
+
+describe("key operations, two writers on one registry", () => {
+  it("concurrent rolls and patches lose nothing: each roll a generation of its own, each patch applied", async () => {
+    const { ops } = setup();
+    const other = createKeyOperations({ registry: registry(), keysDir: keysDir(), clock: () => T0 });
+    const { record } = await ops.create({ plan: "pro", metadata: {} }, "cli");
+    const rolls = await Promise.all([ops, other, ops, other].map((o) => o.roll(record.id, 60, "cli")));
+    expect(rolls.map((r) => r.record.generation).sort()).toEqual([1, 2, 3, 4]);
+    await Promise.all(["a", "b", "c"].map((k, i) => (i % 2 ? ops : other).update(record.id, { metadata: { [k]: i } }, "ops")));
+    expect((await ops.get(record.id)).metadata).toEqual({ a: 0, b: 1, c: 2 });
+  });
+});

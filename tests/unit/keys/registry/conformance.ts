@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KeyRecord } from "../../../../lib/key-record.ts";
+import { StorageUnavailableError } from "../../../../lib/storage-faults.ts";
 import { InvalidCursorError, RegistryConflictError, type KeyRegistry, type NewEvent } from "../../../../keys/registry/store.ts";
 
 /** A registry under test on a database of its own; `reopen` closes it and opens the same database again. */
@@ -10,6 +11,8 @@ export interface RegistryHarness {
   another(): Promise<KeyRegistry>;
   /** The versions recorded in schema_migrations. */
   migrationVersions(): Promise<number[]>;
+  /** Another session holds the write lock (past the store's wait) until the returned function runs. */
+  holdWriteLock(): Promise<() => Promise<void>>;
   destroy(): Promise<void>;
 }
 
@@ -82,6 +85,25 @@ export function registryConformance(name: string, open: () => Promise<RegistryHa
       expect(await reg().lastSeq()).toBe(seq);
       await expect(reg().updateKey(record(), event(null, "key.updated"))).rejects.toThrow();
       expect(await reg().lastSeq()).toBe(seq);
+    });
+
+    it("updates with `previous` only while the stored record is still that one (compare-and-set); never overwrites last use", async () => {
+      const r = record({ metadata: { a: 1 }, graceUntil: { "0": T0 } });
+      await reg().createKey(r, event(r.id));
+      await reg().touchLastUsed(r.id, T0 + 9);
+      const first = { ...r, name: "first" };
+      await reg().updateKey(first, event(r.id, "key.updated"), r);
+      const seq = await reg().lastSeq();
+      const err = await reg()
+        .updateKey({ ...r, name: "stale" }, event(r.id, "key.updated"), r)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RegistryConflictError);
+      expect(await reg().lastSeq()).toBe(seq);
+      expect(await reg().getKey(r.id)).toEqual({ ...first, lastUsedAt: T0 + 9 });
+      // The record read back (JSON columns included) matches itself as `previous`.
+      const stored = (await reg().getKey(r.id))!;
+      await reg().updateKey({ ...stored, revokedAt: T0 + 1, metadata: { a: 1, b: [1] } }, event(r.id, "key.revoked"), stored);
+      expect(await reg().getKey(r.id)).toMatchObject({ revokedAt: T0 + 1, metadata: { a: 1, b: [1] }, lastUsedAt: T0 + 9 });
     });
 
     it("lists oldest first, by filters (owner, plan, state at `now`), in cursor pages that cover every key once", async () => {
@@ -173,6 +195,24 @@ export function registryConformance(name: string, open: () => Promise<RegistryHa
       expect(await reg().revokeAdminToken("adm_none", T0 + 9, event(null, "admin_token.revoked"))).toBeUndefined();
       expect(await reg().lastSeq()).toBe(created.seq + 1);
       expect((await reg().findAdminTokenByHash("a".repeat(64)))!.revokedAt).toBe(T0 + 5);
+    });
+
+    it("a write held past the lock wait is StorageUnavailableError (busy) and writes nothing; reads go on; then it serves again", { timeout: 30_000 }, async () => {
+      const r = record();
+      const seq = await reg().lastSeq();
+      const release = await h.holdWriteLock();
+      try {
+        const err = await reg()
+          .createKey(r, event(r.id))
+          .catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(StorageUnavailableError);
+        expect((err as StorageUnavailableError).fault).toBe("busy");
+        expect(await reg().lastSeq()).toBe(seq);
+      } finally {
+        await release();
+      }
+      await reg().createKey(r, event(r.id));
+      expect(await reg().getKey(r.id)).toEqual(r);
     });
 
     it("reopening keeps every row and applies no migration twice", async () => {

@@ -1,3 +1,4 @@
+import pg from "pg";
 import { openRegistry } from "../../../../keys/registry/open.ts";
 import { createTestDatabase } from "../../../../testkit/postgres.ts";
 import { registryConformance } from "./conformance.ts";
@@ -19,6 +20,17 @@ registryConformance("PostgreSQL", async () => {
     },
     async migrationVersions() {
       return (await db.query<{ version: number }>("SELECT version FROM schema_migrations ORDER BY version")).map((r) => r.version);
+    },
+    async holdWriteLock() {
+      // Another session's EXCLUSIVE lock: reads (ACCESS SHARE) go on, writes wait past lock_timeout.
+      const side = new pg.Client({ connectionString: db.url });
+      await side.connect();
+      await side.query("BEGIN");
+      await side.query("LOCK TABLE keys IN EXCLUSIVE MODE");
+      return async () => {
+        await side.query("ROLLBACK");
+        await side.end();
+      };
     },
     async destroy() {
       await Promise.all([h.registry, ...others].map((r) => r.close().catch(() => {})));

@@ -29,6 +29,14 @@ registryConformance("SQLite", async () => {
         db.close();
       }
     },
+    async holdWriteLock() {
+      const side = openSqlite(file);
+      side.exec("BEGIN IMMEDIATE");
+      return async () => {
+        side.exec("ROLLBACK");
+        side.close();
+      };
+    },
     async destroy() {
       await Promise.all([h.registry, ...others].map((r) => r.close()));
       rmSync(dir, { recursive: true, force: true });

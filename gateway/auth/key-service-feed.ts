@@ -56,6 +56,8 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
   let after = 0;
   let lastError: string | undefined = "not answered yet";
   let jwksAt = 0;
+  /** A kid the JWKS held did not name showed up in an event (or none was fetched yet): fetch before going on. */
+  let jwksDue = true;
   let loggedRefusal = false;
 
   const getJson = async (path: string, what: string, timeoutMs: number): Promise<unknown> => {
@@ -67,24 +69,25 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
     return res.json();
   };
 
-  const fetchJwks = async () => {
+  const refreshJwks = async () => {
+    if (!jwksDue && Date.now() - jwksAt < (opts.jwksRefreshMs ?? 60_000)) return;
     opts.publicKeys.replace(await getJson("/.well-known/jwks.json", "JWKS", 10_000));
     jwksAt = Date.now();
+    jwksDue = false;
   };
 
   /** One page of events after `after`, applied; whether the head was reached. */
   const readPage = async (waitSeconds: number): Promise<boolean> => {
     const page = (await getJson(`/v1/events?after=${after}&limit=${PAGE}&wait=${waitSeconds}`, "events", (waitSeconds + 10) * 1000)) as Page<KeyEventJson>;
     if (!Array.isArray(page?.items)) throw new Error("events: not a page of events");
-    let unknownKid = false;
     for (const event of page.items) {
       opts.state.apply(event);
       after = event.seq;
+      // A key signed by a pair the gateway has not seen yet: fetch the JWKS before its requests arrive.
       const kid = event.changes?.kid;
-      if (typeof kid === "string" && !opts.publicKeys.has(kid)) unknownKid = true;
+      if (typeof kid === "string" && !opts.publicKeys.has(kid)) jwksDue = true;
     }
-    // A key signed by a pair the gateway has not seen yet: fetch the JWKS before its requests arrive.
-    if (unknownKid || Date.now() - jwksAt >= (opts.jwksRefreshMs ?? 60_000)) await fetchJwks();
+    await refreshJwks();
     return page.nextCursor === null;
   };
 
@@ -92,7 +95,7 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
     let backoff = BACKOFF_MIN_MS;
     while (!stop.signal.aborted) {
       try {
-        if (jwksAt === 0) await fetchJwks();
+        await refreshJwks();
         if (!opts.state.loaded()) {
           while (!(await readPage(0)));
           opts.state.markLoaded();

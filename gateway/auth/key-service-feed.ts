@@ -28,8 +28,6 @@ export interface KeyServiceFeedOptions {
 export interface KeyServiceFeed {
   /** Why requests cannot be decided yet (readiness), undefined once loaded. */
   notReady(): string | undefined;
-  /** The seq of the last event applied. */
-  seq(): number;
   close(): void;
 }
 
@@ -54,7 +52,8 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
   if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
   const stop = new AbortController();
   let after = 0;
-  let lastError: string | undefined = "not answered yet";
+  /** Why the last attempt failed; undefined while the key service answers. */
+  let lastError: string | undefined;
   let jwksAt = 0;
   /** A kid the JWKS held did not name showed up in an event (or none was fetched yet): fetch before going on. */
   let jwksDue = true;
@@ -127,7 +126,6 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
 
   return {
     notReady: () => (opts.state.loaded() ? undefined : `key state not loaded from the key service at ${base} (${lastError ?? "loading"})`),
-    seq: () => after,
     close: () => stop.abort(),
   };
 }

@@ -7,9 +7,11 @@
  *   public/<kid>.pem    EC P-256 public keys; gateways accept keys signed by any of them
  *   private/<kid>.pem   private keys (mode 0600, directory 0700; never on gateways)
  *   private/active      the kid that signs new keys
- *   issued.jsonl        one line per issued key, never the token (keys tooling only)
+ *   issued.jsonl        one line per issued key, never the token
  *   revoked.json        revoked key ids with their expiry (REVOKED_FILE below)
  *   key-changes.json    plan overrides and rolls since issue (lib/key-changes.ts)
+ * The last three are the record of the file era, before the key registry (keys/registry/): the
+ * command line no longer writes them, `keys import` reads them.
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";

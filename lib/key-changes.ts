@@ -1,7 +1,7 @@
 /**
  * KEYS_DIR/key-changes.json: what the operator changed about issued keys since they were issued,
- * shared by the keys tooling (which writes it) and the gateway (which polls it). It is the truth
- * about plans and rolls; Redis carries a copy to every replica fast (lib/redis-keys.ts `rec`).
+ * as the keys tooling wrote it before the key registry (keys/registry/); `keys import` reads it
+ * into the registry, and gateways that follow KEYS_DIR rather than the key service poll it.
  *
  *   { "keys": { "<keyId>": {
  *       "plan": "business", "perMinute": 1000, "perDay": 100000,   // set-plan: the plan in force

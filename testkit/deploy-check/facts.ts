@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { GATEWAY_ENV } from "../../gateway/config.ts";
+import { KEY_SERVICE_ENV } from "../../keys/service-config.ts";
 import { DOCS_PATH } from "../../lib/http/docs.ts";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -19,7 +20,7 @@ export const PUBLIC_PATHS = ["/v1", DOCS_PATH];
 // What the code says
 // ---------------------------------------------------------------------------------------------
 
-type ProcessId = "gateway" | "pet-service";
+type ProcessId = "gateway" | "pet-service" | "key-service";
 
 export interface ProcessFacts {
   id: ProcessId;
@@ -115,8 +116,22 @@ async function loadPetServiceFacts(): Promise<ProcessFacts> {
   };
 }
 
+export const keyServiceFacts: ProcessFacts = {
+  id: "key-service",
+  entry: scriptEntry("start:keys"),
+  envNames: new Set([...Object.keys(KEY_SERVICE_ENV.shape), ...sharedEnvNames()]),
+  portVar: "KEYS_PORT",
+  defaultPort: KEY_SERVICE_ENV.parse({}).KEYS_PORT,
+  // The admin API's port serves GET /metrics too.
+  metricsPortVar: "KEYS_PORT",
+  validate: (env) => {
+    const r = KEY_SERVICE_ENV.safeParse(env);
+    if (!r.success) throw new Error(`${String(r.error.issues[0]!.path[0])}: ${r.error.issues[0]!.message}`);
+  },
+};
+
 export const petFacts = await loadPetServiceFacts();
-export const FACTS: Record<ProcessId, ProcessFacts> = { gateway: gatewayFacts, "pet-service": petFacts };
+export const FACTS: Record<ProcessId, ProcessFacts> = { gateway: gatewayFacts, "pet-service": petFacts, "key-service": keyServiceFacts };
 
 /** The port a process listens on given its environment. */
 export const effectivePort = (facts: ProcessFacts, env: Record<string, string>) =>

@@ -1,13 +1,16 @@
 /** Checks of the rendered Kubernetes manifests against the code; each returns the problems it finds. */
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { KEY_ID_PATTERN, publicKeyPath, revokedFilePath } from "../../lib/api-key-format.ts";
+import { privateKeyDir, publicKeyDir } from "../../lib/api-key-format.ts";
 import { GATEWAY_ENV, shutdownDeadlineMs } from "../../gateway/config.ts";
 import { parseRedisUrl } from "../../lib/redis-client.ts";
 import { isPostgresUrl } from "../../pet-service/store/pets-db-url.ts";
 import { PET_SERVICE_NAME } from "../../proto/load.ts";
-import { ROOT, PUBLIC_PATHS, gatewayFacts, petFacts, FACTS, effectivePort, PEM_BLOCK, type Check } from "./facts.ts";
+import { ROOT, PUBLIC_PATHS, gatewayFacts, petFacts, keyServiceFacts, FACTS, effectivePort, PEM_BLOCK, type Check } from "./facts.ts";
 import { type Labels, type Probe, type K8sObject, type Manifests, subset, find, workload } from "./kustomize.ts";
+
+/** The container port each process listens on, by name. */
+const PORT_NAME = { gateway: "http", "pet-service": "grpc", "key-service": "http" } as const;
 
 export const k8sChecks: Record<string, Check<Manifests>> = {
   "every object is namespace-agnostic, and each kustomization lists every manifest beside it": (m) => {
@@ -19,7 +22,7 @@ export const k8sChecks: Record<string, Check<Manifests>> = {
     return problems;
   },
 
-  "each process has a Deployment, Service, HPA and PDB whose selectors match its pods (and only its pods)": (m) => {
+  "each process has a Deployment, Service and PDB (and, but for the key service, an HPA) whose selectors match its pods (and only its pods)": (m) => {
     const problems: string[] = [];
     const pods = Object.values(FACTS).map((f) => ({ f, w: workload(m, f) }));
     for (const { f, w } of pods) {
@@ -40,7 +43,9 @@ export const k8sChecks: Record<string, Check<Manifests>> = {
       const hpas = m.objects.filter(
         (o) => o.kind === "HorizontalPodAutoscaler" && o.spec?.scaleTargetRef?.kind === "Deployment" && o.spec.scaleTargetRef.name === w.deployment.metadata.name,
       );
-      if (hpas.length !== 1) problems.push(`${f.id}: ${hpas.length} HPAs target Deployment/${w.deployment.metadata.name} (want 1)`);
+      // The key service's count is the overlay's: issuing keys is not on the request path.
+      const wantHpas = f === keyServiceFacts ? 0 : 1;
+      if (hpas.length !== wantHpas) problems.push(`${f.id}: ${hpas.length} HPAs target Deployment/${w.deployment.metadata.name} (want ${wantHpas})`);
       for (const h of hpas) {
         if (h.apiVersion !== "autoscaling/v2" || h.spec?.scaleTargetRef?.apiVersion !== "apps/v1") problems.push(`HPA/${h.metadata.name}: want autoscaling/v2 targeting apps/v1`);
         if (!h.spec?.metrics?.some((x) => x.type === "Resource" && x.resource?.name === "cpu")) problems.push(`HPA/${h.metadata.name} has no CPU metric`);
@@ -97,13 +102,36 @@ export const k8sChecks: Record<string, Check<Manifests>> = {
     return problems;
   },
 
+  "scaling: the key service runs 2 replicas on PostgreSQL, one writer on SQLite": (m) => {
+    const w = workload(m, keyServiceFacts);
+    if (!w) return ["no key-service Deployment"];
+    const problems: string[] = [];
+    const db = w.env.KEYS_DB ?? "";
+    const { replicas, strategy } = w.deployment.spec ?? {};
+    if (m.variant === "postgres") {
+      if (!isPostgresUrl(db)) problems.push(`postgres: KEYS_DB ${db} is not a postgres:// URL`);
+      if (w.container.env?.find((e) => e.name === "KEYS_DB")?.valueFrom?.secretKeyRef === undefined) problems.push("postgres: KEYS_DB must come from a Secret (the URL holds a password)");
+      if (!(replicas !== undefined && replicas >= 2)) problems.push(`postgres: key-service replicas ${replicas} (want 2 or more: replicas share the registry)`);
+      if (strategy?.type !== "RollingUpdate") problems.push(`postgres: key-service strategy ${strategy?.type} (want RollingUpdate)`);
+    } else {
+      if (replicas !== 1) problems.push(`key-service Deployment replicas ${replicas} (want 1: one SQLite writer)`);
+      if (strategy?.type !== "Recreate") problems.push(`key-service strategy ${strategy?.type} (want Recreate)`);
+      const mount = w.container.volumeMounts?.find((v) => v.mountPath === path.posix.dirname(db));
+      const claim = w.pod.spec.volumes?.find((v) => v.name === mount?.name)?.persistentVolumeClaim?.claimName;
+      const pvc = claim ? find(m, "PersistentVolumeClaim", claim) : undefined;
+      if (!path.posix.isAbsolute(db) || !pvc) problems.push(`KEYS_DB ${db} must be an absolute path on a PersistentVolumeClaim mount`);
+      else if (JSON.stringify(pvc.spec?.accessModes) !== '["ReadWriteOnce"]') problems.push(`PVC ${pvc.metadata.name} must be ReadWriteOnce only`);
+    }
+    return problems;
+  },
+
   "container ports equal the ports the processes listen on; Services, the Ingress and PET_SERVICE_ADDR point at them": (m) => {
     const problems: string[] = [];
     for (const f of Object.values(FACTS)) {
       const w = workload(m, f);
       if (!w) continue;
       const listen = effectivePort(f, w.env);
-      if (w.portNumber(f.id === "gateway" ? "http" : "grpc") !== listen) {
+      if (w.portNumber(PORT_NAME[f.id]) !== listen) {
         problems.push(`${f.id}: container port ${JSON.stringify(w.container.ports)} ≠ ${f.portVar}=${listen}`);
       }
       const declared = new Set((w.container.ports ?? []).map((p) => p.containerPort));
@@ -125,6 +153,12 @@ export const k8sChecks: Record<string, Check<Manifests>> = {
       if (gw.env.PET_SERVICE_ADDR !== want) problems.push(`gateway PET_SERVICE_ADDR=${gw.env.PET_SERVICE_ADDR} (want ${want})`);
       if (petSvc && petSvc.spec?.clusterIP !== "None") problems.push(`Service/${petSvc.metadata.name} must be headless (clusterIP: None) for the gateways' round robin`);
       const gwSvc = m.objects.find((o) => o.kind === "Service" && subset(o.spec?.selector, gw.pod.metadata.labels));
+      // The gateways reach the key service through its Service, which nothing exposes.
+      const keys = workload(m, keyServiceFacts);
+      const keySvc = keys && m.objects.find((o) => o.kind === "Service" && subset(o.spec?.selector, keys.pod.metadata.labels));
+      const keySvcPort = keySvc?.spec?.ports?.find((p) => keys!.portNumber(p.targetPort ?? p.port) === effectivePort(keyServiceFacts, keys!.env));
+      if (gw.env.KEYS_URL !== `http://${keySvc?.metadata.name}:${keySvcPort?.port}`) problems.push(`gateway KEYS_URL=${gw.env.KEYS_URL} (want http://${keySvc?.metadata.name}:${keySvcPort?.port})`);
+      if (keySvc && (keySvc.spec?.type ?? "ClusterIP") !== "ClusterIP") problems.push(`Service/${keySvc.metadata.name} must be ClusterIP: the admin API is internal`);
       const ingresses = m.objects.filter((o) => o.kind === "Ingress");
       if (ingresses.length === 0) problems.push("no Ingress");
       const routed = new Set(ingresses.flatMap((ing) => ing.spec?.rules?.flatMap((r) => r.http?.paths ?? []) ?? []).map((p) => p.path));
@@ -138,7 +172,8 @@ export const k8sChecks: Record<string, Check<Manifests>> = {
           }
           if (p.pathType !== "Prefix") problems.push(`Ingress path ${p.path}: pathType ${p.pathType} (want Prefix)`);
           const port = gwSvc?.spec?.ports?.find((sp) => sp.name === p.backend.service.port.name || sp.port === p.backend.service.port.number);
-          if (p.backend.service.name !== gwSvc?.metadata.name || !port) problems.push(`Ingress path ${p.path} does not reach the gateway Service`);
+          if (p.backend.service.name === keySvc?.metadata.name) problems.push(`Ingress/${ing.metadata.name} routes ${p.path} to the key service (the admin API is never public)`);
+          else if (p.backend.service.name !== gwSvc?.metadata.name || !port) problems.push(`Ingress path ${p.path} does not reach the gateway Service`);
         }
       }
     }
@@ -169,10 +204,12 @@ export const k8sChecks: Record<string, Check<Manifests>> = {
         problems.push(`${f.id} refuses its environment: ${(err as Error).message}`);
       }
     }
-    const gw = workload(m, gatewayFacts);
-    if (gw && gw.container.env?.find((e) => e.name === "REDIS_URL")?.valueFrom?.secretKeyRef === undefined) {
-      problems.push("gateway REDIS_URL must come from a Secret");
+    // Passwords and tokens: from Secrets, never in a manifest.
+    for (const [f, name] of [[gatewayFacts, "REDIS_URL"], [gatewayFacts, "KEYS_SERVICE_TOKEN"], [keyServiceFacts, "REDIS_URL"], [keyServiceFacts, "KEYS_ADMIN_TOKEN"]] as const) {
+      const w = workload(m, f);
+      if (w && w.container.env?.find((e) => e.name === name)?.valueFrom?.secretKeyRef === undefined) problems.push(`${f.id} ${name} must come from a Secret`);
     }
+    const gw = workload(m, gatewayFacts);
     if (gw?.env.REDIS_URL) {
       try {
         parseRedisUrl(gw.env.REDIS_URL);
@@ -183,22 +220,27 @@ export const k8sChecks: Record<string, Check<Manifests>> = {
     return problems;
   },
 
-  "gateway probes: liveness GET /healthz, readiness GET /readyz on its port; metrics scraped there": (m) => {
-    const w = workload(m, gatewayFacts);
-    if (!w) return ["no gateway Deployment"];
+  "HTTP probes (gateway, key service): liveness GET /healthz, readiness GET /readyz on its port; metrics scraped there": (m) => {
     const problems: string[] = [];
-    const listen = effectivePort(gatewayFacts, w.env);
-    const http = (name: string, probe: Probe | undefined, wantPath: string) => {
-      if (probe?.httpGet?.path !== wantPath || w.portNumber(probe.httpGet.port) !== listen) {
-        problems.push(`gateway ${name}: ${JSON.stringify(probe)} (want GET ${wantPath} on ${listen})`);
+    for (const f of [gatewayFacts, keyServiceFacts]) {
+      const w = workload(m, f);
+      if (!w) {
+        problems.push(`no ${f.id} Deployment`);
+        continue;
       }
-    };
-    http("livenessProbe", w.container.livenessProbe, "/healthz");
-    http("readinessProbe", w.container.readinessProbe, "/readyz");
-    if (w.container.startupProbe) http("startupProbe", w.container.startupProbe, "/healthz");
-    const a = w.pod.metadata.annotations ?? {};
-    if (a["prometheus.io/scrape"] !== "true" || Number(a["prometheus.io/port"]) !== listen || a["prometheus.io/path"] !== "/metrics") {
-      problems.push(`gateway scrape annotations ${JSON.stringify(a)} (want /metrics on ${listen})`);
+      const listen = effectivePort(f, w.env);
+      const http = (name: string, probe: Probe | undefined, wantPath: string) => {
+        if (probe?.httpGet?.path !== wantPath || w.portNumber(probe.httpGet.port) !== listen) {
+          problems.push(`${f.id} ${name}: ${JSON.stringify(probe)} (want GET ${wantPath} on ${listen})`);
+        }
+      };
+      http("livenessProbe", w.container.livenessProbe, "/healthz");
+      http("readinessProbe", w.container.readinessProbe, "/readyz");
+      if (w.container.startupProbe) http("startupProbe", w.container.startupProbe, "/healthz");
+      const a = w.pod.metadata.annotations ?? {};
+      if (a["prometheus.io/scrape"] !== "true" || Number(a["prometheus.io/port"]) !== listen || a["prometheus.io/path"] !== "/metrics") {
+        problems.push(`${f.id} scrape annotations ${JSON.stringify(a)} (want /metrics on ${listen})`);
+      }
     }
     return problems;
   },
@@ -227,47 +269,30 @@ export const k8sChecks: Record<string, Check<Manifests>> = {
     return problems;
   },
 
-  "keys: public keys from a Secret land in KEYS_DIR/public/<kid>.pem, revoked.json in KEYS_DIR; no private key anywhere": (m) => {
-    const w = workload(m, gatewayFacts);
-    if (!w) return ["no gateway Deployment"];
+  "keys: only the key service holds the signing pairs, from whole Secrets at KEYS_DIR/private and /public; no key material in a manifest": (m) => {
     const problems: string[] = [];
+    const w = workload(m, keyServiceFacts);
+    if (!w) return ["no key-service Deployment"];
     const keysDir = w.env.KEYS_DIR ?? "";
-    if (!path.posix.isAbsolute(keysDir)) problems.push(`gateway KEYS_DIR=${keysDir} must be absolute`);
-    // Where the gateway code looks, relative to KEYS_DIR.
-    const pubRel = (kid: string) => path.posix.relative(keysDir, publicKeyPath(keysDir, kid));
-    const revokedRel = path.posix.relative(keysDir, revokedFilePath(keysDir));
-    const files = new Map<string, { kind: string; name: string; key: string; optional: boolean }>();
-    for (const mount of w.container.volumeMounts ?? []) {
-      const vol = w.pod.spec.volumes?.find((v) => v.name === mount.name);
-      if (mount.subPath) problems.push(`${mount.name}: subPath mounts never see Secret/ConfigMap updates`);
-      const sources = vol?.projected?.sources ?? [
-        ...(vol?.secret ? [{ secret: { name: vol.secret.secretName, items: vol.secret.items } }] : []),
-        ...(vol?.configMap ? [{ configMap: vol.configMap }] : []),
-      ];
-      for (const src of sources) {
-        const s = src.secret ?? src.configMap;
-        const kind = src.secret ? "Secret" : "ConfigMap";
-        if (!s) continue;
-        if (!s.items) problems.push(`${kind} ${s.name} is mounted without items`);
-        for (const item of s.items ?? []) {
-          const abs = path.posix.join(mount.mountPath, item.path);
-          files.set(path.posix.relative(keysDir, abs), { kind, name: s.name, key: item.key, optional: "optional" in s && !!s.optional });
-        }
+    if (!path.posix.isAbsolute(keysDir)) problems.push(`key-service KEYS_DIR=${keysDir} must be absolute`);
+    // The image's /app/<dir> holds code: a volume there would hide it.
+    if (existsSync(path.join(ROOT, path.posix.relative("/app", keysDir)))) problems.push(`key-service KEYS_DIR=${keysDir} would hide the image's sources`);
+    const mountAt = (dir: string) => w.container.volumeMounts?.find((v) => v.mountPath === dir);
+    const volumeOf = (dir: string) => w.pod.spec.volumes?.find((v) => v.name === mountAt(dir)?.name);
+    // KEYS_DIR itself is written (the pairs' lock file): a scratch volume, the pairs read-only inside it.
+    if (!volumeOf(keysDir)?.emptyDir) problems.push(`key-service KEYS_DIR ${keysDir} must be an emptyDir (writable) with the Secrets mounted inside it`);
+    for (const dir of [privateKeyDir(keysDir), publicKeyDir(keysDir)]) {
+      const secret = volumeOf(dir)?.secret;
+      if (!secret) problems.push(`key-service: nothing mounts a Secret at ${dir}`);
+      else {
+        if (secret.items) problems.push(`Secret ${secret.secretName} at ${dir}: mount it whole (no items), so a rotation needs no manifest change`);
+        if (!find(m, "Secret", secret.secretName)) problems.push(`Secret ${secret.secretName} (${dir}) is not in secrets.example.yaml`);
       }
+      if (mountAt(dir)?.readOnly !== true || mountAt(dir)?.subPath) problems.push(`key-service: ${dir} must be read-only, without subPath`);
     }
-    const pems = [...files.entries()].filter(([rel]) => rel.endsWith(".pem"));
-    if (pems.length === 0) problems.push(`no public key is mounted under ${keysDir}`);
-    for (const [rel, src] of pems) {
-      const kid = path.posix.basename(rel, ".pem");
-      if (rel !== pubRel(kid) || !KEY_ID_PATTERN.test(kid)) problems.push(`${src.kind} ${src.name}/${src.key} lands at ${keysDir}/${rel}, not at a public key path`);
-      if (src.kind !== "Secret") problems.push(`public key ${rel} comes from a ${src.kind} (want a Secret)`);
-      if (src.key !== `${kid}.pem`) problems.push(`Secret key ${src.key} should be named after its file ${kid}.pem`);
-      const secret = find(m, "Secret", src.name);
-      if (!secret || !(src.key in { ...secret.data, ...secret.stringData })) problems.push(`Secret ${src.name} has no key ${src.key}`);
-    }
-    const revoked = files.get(revokedRel);
-    if (!revoked) problems.push(`nothing is mounted at ${revokedFilePath(keysDir)}`);
-    else if (!revoked.optional) problems.push(`${revoked.kind} ${revoked.name} (revocations) must be optional: created by the operator`);
+    // The gateways verify with the key service's JWKS: no key file, no KEYS_DIR.
+    const gw = workload(m, gatewayFacts);
+    if (gw?.env.KEYS_DIR !== undefined || gw?.pod.spec.volumes?.some((v) => v.secret || v.projected || v.configMap)) problems.push("gateway: mounts no keys and has no KEYS_DIR (it follows the key service)");
     for (const o of m.objects) {
       const values = Object.values({ ...o.data, ...o.stringData });
       if (values.some((v) => PEM_BLOCK.test(v))) problems.push(`${o.kind}/${o.metadata.name} contains key material`);

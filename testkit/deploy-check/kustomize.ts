@@ -65,6 +65,7 @@ export interface K8sObject {
     replicas?: number;
     strategy?: { type?: string; rollingUpdate?: { maxUnavailable?: number | string; maxSurge?: number | string } };
     clusterIP?: string;
+    type?: string;
     selector?: Labels & { matchLabels?: Labels };
     template?: { metadata: { labels?: Labels; annotations?: Record<string, string> }; spec: PodSpec };
     ports?: { name?: string; port: number; targetPort?: number | string }[];

@@ -1,6 +1,8 @@
 /**
- * deploy/compose.yaml under podman-compose: PostgreSQL, Redis, two pet-service replicas and two
- * gateways from the image deploy/Dockerfile builds. A real key through both gateways, one
+ * deploy/compose.yaml under podman-compose: PostgreSQL, Redis, two pet-service replicas, the key
+ * service and two gateways from the image deploy/Dockerfile builds, started as deploy/README.md
+ * says (the key service first, the gateways' token made through its admin API). A key made
+ * through the admin API through both gateways, and refused by both once revoked there; one
  * pet-service container killed under traffic (0 5xx: the gateways retry on the other replica),
  * every container stopped within its grace period with exit status 0, and nothing left behind.
  *
@@ -12,7 +14,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../testkit/net.ts";
-import { http, makeKeys, podman, setup, sh, uniqueName, until } from "./podman.ts";
+import { admin, http, newAdminToken, podman, setup, sh, uniqueName, until } from "./podman.ts";
 
 const COMPOSE = "deploy/compose.yaml";
 const project = uniqueName("pet-store-compose-test");
@@ -39,24 +41,37 @@ const exitCode = async (c: string) => Number((await podman(["inspect", "--format
 const state = async (c: string) => (await podman(["inspect", "--format", "{{.State.Status}}", c])).stdout.trim();
 
 describe.skipIf(setup().skip !== null)("compose.yaml under podman-compose", () => {
-  let keys: Awaited<ReturnType<typeof makeKeys>>;
+  let keys: { key: string };
   let env: Record<string, string>;
   let gw1: number;
   let gw2: number;
+  let adminUrl: string;
   const name = (service: string, n = 1) => `${project}_${service}_${n}`;
   const compose = (args: string[], timeoutMs = 180_000) => sh("podman-compose", ["-p", project, "-f", COMPOSE, ...args], { env: { ...env, ...setup().env }, timeoutMs });
 
   beforeAll(async () => {
-    keys = await makeKeys("business");
     [gw1, gw2] = [await freePort(), await freePort()];
+    const keysPort = await freePort();
+    adminUrl = `http://127.0.0.1:${keysPort}`;
     env = {
       POSTGRES_PASSWORD: randomBytes(16).toString("hex"),
-      KEYS_DIR: keys.dir,
+      KEYS_ADMIN_TOKEN: newAdminToken(),
+      // Not made yet: the key service is started first (deploy/README.md, compose).
+      KEYS_SERVICE_TOKEN: "later",
       GATEWAY_1_HOST_PORT: String(gw1),
       GATEWAY_2_HOST_PORT: String(gw2),
       REDIS_HOST_PORT: String(await freePort()),
+      KEY_SERVICE_HOST_PORT: String(keysPort),
     };
     const t = Date.now();
+    await compose(["up", "-d", "--no-build", "key-service"]);
+    await until("the key service to be ready on its published loopback port", async () => (await fetch(`${adminUrl}/readyz`)).status === 200, 180_000, 1_000);
+    const token = await admin(adminUrl, env.KEYS_ADMIN_TOKEN!, "POST", "/v1/admin-tokens", { name: "gateway", scopes: ["gateway"] });
+    expect(token.status).toBe(201);
+    env.KEYS_SERVICE_TOKEN = token.body.token as string;
+    const issued = await admin(adminUrl, env.KEYS_ADMIN_TOKEN!, "POST", "/v1/keys", { name: "deploy-test", plan: "business" });
+    expect(issued.status).toBe(201);
+    keys = { key: issued.body.key as string };
     await compose(["up", "-d", "--no-build"]);
     // Healthy by compose's own health checks (podman runs each one's test command once).
     // A container is healthy from its first passing check on, as Docker counts it (unhealthy only
@@ -71,7 +86,7 @@ describe.skipIf(setup().skip !== null)("compose.yaml under podman-compose", () =
           if ((await podman(["healthcheck", "run", c], { allowFail: true })).code === 0) healthy.add(c);
         }
         unhealthy = containers.filter((c) => !healthy.has(c));
-        return containers.length === 6 && unhealthy.length === 0;
+        return containers.length === 7 && unhealthy.length === 0;
       },
       300_000,
       2_000,
@@ -87,14 +102,26 @@ describe.skipIf(setup().skip !== null)("compose.yaml under podman-compose", () =
     if (!env) return;
     await compose(["down", "-v", "-t", "30"]).catch((err: unknown) => console.warn(`podman-compose down: ${String(err)}`));
     await removeProject();
-    keys?.cleanup();
   });
 
-  it("runs postgres, redis, two pet-service replicas and two gateways, each healthy", async () => {
+  it("runs postgres, redis, two pet-service replicas, the key service and two gateways, each healthy", async () => {
     const { containers } = await projectObjects();
     expect(containers).toEqual(
-      [name("gateway-1"), name("gateway-2"), name("pet-service", 1), name("pet-service", 2), name("postgres"), name("redis")].sort(),
+      [name("gateway-1"), name("gateway-2"), name("key-service"), name("pet-service", 1), name("pet-service", 2), name("postgres"), name("redis")].sort(),
     );
+  });
+
+  it("serves a key made through the admin API on both gateways, and refuses it on both once revoked there", async () => {
+    const made = await admin(adminUrl, env.KEYS_ADMIN_TOKEN!, "POST", "/v1/keys", { name: "deploy-revoke", plan: "free" });
+    expect(made.status).toBe(201);
+    const key = made.body.key as string;
+    for (const port of [gw1, gw2]) await until(`gateway on ${port} to accept the new key`, async () => (await http(port, "GET", "/v1/pets?limit=1", key)).status === 200, 10_000, 100);
+    expect((await admin(adminUrl, env.KEYS_ADMIN_TOKEN!, "POST", `/v1/keys/${String(made.body.id)}/revoke`)).status).toBe(200);
+    const revokedAt = Date.now();
+    for (const port of [gw1, gw2]) await until(`gateway on ${port} to refuse the revoked key`, async () => (await http(port, "GET", "/v1/pets?limit=1", key)).status === 401, 10_000, 50);
+    console.log(`deploy test: compose: the revoked key refused by both gateways ${Date.now() - revokedAt} ms after the admin API answered`);
+    // The admin API is published on loopback only; the token is required.
+    expect((await fetch(`${adminUrl}/v1/keys`)).status).toBe(401);
   });
 
   it("answers a real key through both gateways, which share one quota and one database", async () => {
@@ -111,13 +138,13 @@ describe.skipIf(setup().skip !== null)("compose.yaml under podman-compose", () =
   });
 
   it("runs node as uid 1000 under tini as PID 1 in every application container", async () => {
-    for (const c of [name("gateway-1"), name("pet-service")]) {
+    for (const c of [name("gateway-1"), name("pet-service"), name("key-service")]) {
       const out = (
         await podman(["exec", c, "sh", "-c", 'for d in /proc/[0-9]*; do echo "$(sed -n "s/^Uid:\\t\\([0-9]*\\).*/\\1/p" $d/status) $(tr "\\0" " " <$d/cmdline)"; done'])
       ).stdout;
       const procs = out.split("\n").filter((l) => /\S+ \S/.test(l));
       expect(procs).toContainEqual(expect.stringMatching(/^1000 \/usr\/bin\/tini -- node /));
-      expect(procs.filter((l) => / node (gateway|pet-service)\/main\.ts/.test(l) && !l.includes("tini"))).toEqual([
+      expect(procs.filter((l) => / node (gateway|pet-service|keys)\/main\.ts/.test(l) && !l.includes("tini"))).toEqual([
         expect.stringMatching(/^1000 node /),
       ]);
       const pid1 = (await podman(["exec", c, "sh", "-c", 'tr "\\0" " " </proc/1/cmdline'])).stdout;
@@ -174,7 +201,7 @@ describe.skipIf(setup().skip !== null)("compose.yaml under podman-compose", () =
 
   it("stops every container within its grace period with exit status 0, and down leaves nothing", async () => {
     // The killed replica may be running again (restart: unless-stopped); each one still up stops clean.
-    const order = [name("gateway-1"), name("gateway-2"), name("pet-service", 1), name("pet-service", 2), name("redis"), name("postgres")];
+    const order = [name("gateway-1"), name("gateway-2"), name("pet-service", 1), name("pet-service", 2), name("key-service"), name("redis"), name("postgres")];
     const stopped: Record<string, string> = {};
     for (const c of order) {
       if ((await state(c)) !== "running") continue;
@@ -186,7 +213,7 @@ describe.skipIf(setup().skip !== null)("compose.yaml under podman-compose", () =
       expect(seconds).toBeLessThan(30);
     }
     console.log(`deploy test: compose stop: ${JSON.stringify(stopped)}`);
-    expect(Object.keys(stopped)).toEqual(expect.arrayContaining([name("gateway-1"), name("gateway-2"), name("pet-service", 2), name("redis"), name("postgres")]));
+    expect(Object.keys(stopped)).toEqual(expect.arrayContaining([name("gateway-1"), name("gateway-2"), name("pet-service", 2), name("key-service"), name("redis"), name("postgres")]));
     await compose(["down", "-v", "-t", "30"]);
     const left = await projectObjects();
     // podman-compose 1.0.3's down keeps the project network: the test removes it (afterAll).

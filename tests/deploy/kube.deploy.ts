@@ -1,16 +1,18 @@
 /**
  * deploy/k8s overlays played as pods by `podman kube play`: each overlay rendered (as
  * `kubectl kustomize` renders it), its Deployments run with their ConfigMaps, Secrets and
- * PersistentVolumeClaim, every probe the manifests declare answering, the process inside as
- * uid 1000 under tini, a real key's requests through the `gateway` Service, and each pod stopping
- * with exit status 0 within terminationGracePeriodSeconds.
+ * PersistentVolumeClaims, every probe the manifests declare answering, the process inside as
+ * uid 1000 under tini, a key made through the key service's admin API (the `key-service` Service,
+ * as an operator's port-forward reaches it) serving requests through the `gateway` Service and
+ * refused there once revoked, and each pod stopping with exit status 0 within
+ * terminationGracePeriodSeconds.
  *
  * What podman 4.3 (Debian bookworm) cannot run, and what the test does instead (printed too):
  *   - Services: a network alias of the Service's name on the pods its selector matches (what
  *     a headless Service's DNS answers; the gateway's ClusterIP Service likewise).
- *   - Secret objects: Secrets referenced by secretKeyRef become podman secrets; the gateway's
- *     projected key volume (podman has no projected volumes) becomes a hostPath directory holding
- *     exactly the files the projection would (public/<kid>.pem, revoked.json when present).
+ *   - Secret objects: Secrets referenced by secretKeyRef become podman secrets; a Secret volume
+ *     (the key service's signing keys) becomes a hostPath directory holding exactly the files
+ *     the kubelet would write (one per key of the Secret).
  *   - Probes: podman turns only livenessProbe into a health check, without named ports or grpc
  *     and needing systemd to schedule it, so they are left out of what podman plays and the
  *     test runs every startup, liveness and readiness probe itself, from inside the pod, on the
@@ -27,14 +29,14 @@
  *     with the manifest's grace period as the timeout.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, stringify } from "yaml";
 import { renderOverlay, type Variant } from "../../testkit/deploy-check/kustomize.ts";
-import { exec, Made, makeKeys, podman, ROOT, setup, uniqueName, until } from "./podman.ts";
+import { exec, Made, makeKeyPair, newAdminToken, podman, ROOT, setup, uniqueName, until } from "./podman.ts";
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string> }; [k: string]: any };
 
@@ -70,69 +72,115 @@ for (const variant of ["sqlite", "postgres"] as const) {
     const made = new Made();
     const notRun: string[] = [];
     let objects: Obj[] = [];
-    let keys: Awaited<ReturnType<typeof makeKeys>>;
-    let keysVolume: string;
+    let keys: Awaited<ReturnType<typeof makeKeyPair>>;
+    const hostDirs: string[] = [];
+    const adminToken = newAdminToken();
     /** Deployment name → its pods' names and, for each, its container names. */
     const pods = new Map<string, { pod: string; containers: string[] }[]>();
     const find = (kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name);
 
-    /** The gateway's projected volume, as the kubelet would write it: public/<kid>.pem, revoked.json. */
-    function materialise(projected: { sources: { secret?: any; configMap?: any }[] }, secrets: Record<string, Record<string, string>>) {
-      const dir = mkdtempSync(path.join(tmpdir(), `${ns}-projected-`));
-      for (const s of projected.sources) {
-        const src = s.secret ? secrets[s.secret.name] : s.configMap ? find("ConfigMap", s.configMap.name)?.data : undefined;
-        const optional = (s.secret ?? s.configMap).optional === true;
-        if (!src) {
-          if (optional) continue;
-          throw new Error(`projected source ${JSON.stringify(s)} does not exist`);
-        }
-        for (const item of (s.secret ?? s.configMap).items ?? Object.keys(src).map((key) => ({ key, path: key }))) {
-          if (src[item.key] === undefined) throw new Error(`projected item ${item.key} is not in ${JSON.stringify(Object.keys(src))}`);
-          mkdirSync(path.join(dir, path.dirname(item.path)), { recursive: true, mode: 0o755 });
-          writeFileSync(path.join(dir, item.path), src[item.key]!, { mode: 0o644 });
-        }
-      }
+    /** A Secret volume, as the kubelet would write it: one file per key of the Secret. */
+    function materialise(secret: { secretName: string }, secrets: Record<string, Record<string, string>>) {
+      const src = secrets[secret.secretName];
+      if (!src) throw new Error(`Secret ${secret.secretName} does not exist`);
+      const dir = mkdtempSync(path.join(tmpdir(), `${ns}-secret-`));
+      hostDirs.push(dir);
+      for (const [key, value] of Object.entries(src)) writeFileSync(path.join(dir, key), value, { mode: 0o644 });
       spawnSync("chmod", ["-R", "a+rX", dir]);
       return dir;
+    }
+
+    /** Plays one Deployment (its ConfigMaps, claims and Secret volumes) on the test's network. */
+    async function play(name: string, secrets: Record<string, Record<string, string>>) {
+      const d = structuredClone(find("Deployment", name)!);
+      const hpa = objects.find((o) => o.kind === "HorizontalPodAutoscaler" && o.spec.scaleTargetRef.name === name);
+      const replicas = d.spec.replicas ?? hpa?.spec.minReplicas ?? 1;
+      const spec = d.spec.template.spec;
+      const docs: Obj[] = [];
+      d.metadata.name = `${ns}-${name}`;
+      d.spec.replicas = replicas;
+      for (const v of spec.volumes ?? []) {
+        if (v.secret) {
+          v.hostPath = { path: materialise(v.secret, secrets), type: "Directory" };
+          delete v.secret;
+        }
+        if (v.persistentVolumeClaim) {
+          const claim = structuredClone(find("PersistentVolumeClaim", v.persistentVolumeClaim.claimName)!);
+          claim.metadata.name = made.add("volume", `${ns}-${claim.metadata.name}`);
+          v.persistentVolumeClaim.claimName = claim.metadata.name;
+          docs.push(claim);
+        }
+      }
+      for (const c of spec.containers) {
+        for (const p of PROBES) delete c[p];
+        delete c.lifecycle;
+        delete c.ports;
+        for (const from of c.envFrom ?? []) {
+          if (from.configMapRef) {
+            const cm = structuredClone(find("ConfigMap", from.configMapRef.name)!);
+            cm.metadata.name = from.configMapRef.name = `${ns}-${cm.metadata.name}`;
+            docs.push(cm);
+          }
+        }
+        for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) e.valueFrom.secretKeyRef.name = `${ns}-${e.valueFrom.secretKeyRef.name}`;
+      }
+      const service = objects.find((o) => o.kind === "Service" && matches(o.spec.selector, d.spec.template.metadata.labels));
+      const file = path.join(keys.dir, `${name}.yaml`);
+      writeFileSync(file, [...docs, d].map((o) => stringify(o)).join("---\n"));
+      const list: { pod: string; containers: string[] }[] = [];
+      for (let i = 0; i < replicas; i++) {
+        const pod = made.add("pod", `${ns}-${name}-pod-${i}`);
+        list.push({ pod, containers: spec.containers.map((c: { name: string }) => `${pod}-${c.name}`) });
+      }
+      pods.set(name, list);
+      await podman(["kube", "play", ...(service ? ["--network", `${net}:alias=${service.metadata.name}`] : ["--network", net]), file], { timeoutMs: 180_000 });
+    }
+
+    /** Secrets referenced by secretKeyRef become podman secrets (a JSON map of base64 values, as podman 4.3 reads them). */
+    async function createSecrets(secrets: Record<string, Record<string, string>>) {
+      for (const [name, data] of Object.entries(secrets)) {
+        if (!objects.some((o) => JSON.stringify(o).includes(`"name":"${name}"`))) continue;
+        const encoded = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
+        const file = path.join(keys.dir, `${name}.secret.json`);
+        writeFileSync(file, JSON.stringify(encoded), { mode: 0o600 });
+        await podman(["secret", "create", made.add("secret", `${ns}-${name}`), file]);
+      }
+    }
+
+    /** A client pod on the network (an operator's port-forward, the Ingress controller): runs a module script, prints its JSON. */
+    async function client(script: string, env: Record<string, string> = {}) {
+      const out = await podman(["run", "--rm", "--network", net, ...Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]), "localhost/pet-store-api:local", "node", "--input-type=module", "-e", script]);
+      return JSON.parse(out.stdout) as Record<string, unknown>;
     }
 
     beforeAll(async () => {
       const t = Date.now();
       const rendered = render(variant);
       objects = rendered.objects;
-      keys = await makeKeys("business");
+      keys = await makeKeyPair();
       await podman(["network", "create", made.add("network", net)]);
 
       // The operator's Redis (and PostgreSQL) and Secrets (deploy/README.md, Kubernetes, steps 1 and 3).
       await podman(["run", "-d", "--name", made.add("container", `${ns}-redis`), "--network", `${net}:alias=redis`, "localhost/redis:7-bookworm", "redis-server", "--save", ""]);
+      const filesOf = (dir: string) => Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(path.join(dir, f), "utf8")]));
       const secrets: Record<string, Record<string, string>> = {
         "gateway-redis": { REDIS_URL: "redis://redis:6379" },
-        "gateway-keys": Object.fromEntries(
-          readdirSync(path.join(keys.dir, "public")).map((f) => [f, readFileSync(path.join(keys.dir, "public", f), "utf8")]),
-        ),
+        "key-service-signing-keys": filesOf(path.join(keys.dir, "private")),
+        "key-service-public-keys": filesOf(path.join(keys.dir, "public")),
+        "key-service-admin": { KEYS_ADMIN_TOKEN: adminToken },
       };
       if (variant === "postgres") {
         const password = randomBytes(12).toString("hex");
         const pg = made.add("container", `${ns}-postgres`);
         await podman(["run", "-d", "--name", pg, "--network", `${net}:alias=postgres`, "-e", "POSTGRES_USER=pets", "-e", `POSTGRES_PASSWORD=${password}`, "-e", "POSTGRES_DB=pets", "localhost/postgres:15-bookworm"]);
         await until("PostgreSQL to accept connections", async () => (await exec(pg, ["pg_isready", "-U", "pets", "-d", "pets"])).code === 0, 60_000);
+        // The key registry in a database of its own on the same server.
+        await until("the keys database", async () => (await exec(pg, ["psql", "-U", "pets", "-d", "pets", "-c", "CREATE DATABASE keys"])).code === 0, 30_000);
         secrets["pet-service-db"] = { PETS_DB: `postgres://pets:${password}@postgres:5432/pets` };
+        secrets["key-service-db"] = { KEYS_DB: `postgres://pets:${password}@postgres:5432/keys` };
       }
-
-      // The kid list patch every operator makes (deploy/README.md, Kubernetes, step 4).
-      const gatewayDeployment = find("Deployment", "gateway")!;
-      const projected = gatewayDeployment.spec.template.spec.volumes.find((v: any) => v.projected).projected;
-      projected.sources[0].secret.items = [{ key: `${keys.kid}.pem`, path: `public/${keys.kid}.pem` }];
-
-      for (const [name, data] of Object.entries(secrets)) {
-        if (!objects.some((o) => JSON.stringify(o).includes(`"name":"${name}"`))) continue;
-        const encoded = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
-        // podman 4.3 reads secretKeyRef's secret as a JSON map of base64 values.
-        const file = path.join(keys.dir, `${name}.secret.json`);
-        writeFileSync(file, JSON.stringify(encoded), { mode: 0o600 });
-        await podman(["secret", "create", made.add("secret", `${ns}-${name}`), file]);
-      }
-      notRun.push("Secret objects: secretKeyRef reads podman secrets; the projected key volume is a hostPath of the projection's files");
+      await createSecrets(secrets);
+      notRun.push("Secret objects: secretKeyRef reads podman secrets; Secret volumes are hostPaths of their files");
       notRun.push("probes (run by the test from inside each pod), lifecycle.preStop, containerPort (podman would publish it on the host)");
 
       for (const o of objects) {
@@ -140,53 +188,26 @@ for (const variant of ["sqlite", "postgres"] as const) {
         if (o.kind === "Service") notRun.push(`Service/${o.metadata.name}: a network alias "${o.metadata.name}" on the pods its selector matches`);
       }
 
-      // Pet service first (the gateways wait for it), then the gateways.
-      for (const name of ["pet-service", "gateway"]) {
-        const d = structuredClone(find("Deployment", name)!);
-        const hpa = objects.find((o) => o.kind === "HorizontalPodAutoscaler" && o.spec.scaleTargetRef.name === name);
-        const replicas = d.spec.replicas ?? hpa?.spec.minReplicas ?? 1;
-        const spec = d.spec.template.spec;
-        const docs: Obj[] = [];
-        d.metadata.name = `${ns}-${name}`;
-        d.spec.replicas = replicas;
-        for (const v of spec.volumes ?? []) {
-          if (v.projected) {
-            const dir = materialise(v.projected, secrets);
-            keysVolume = dir;
-            delete v.projected;
-            v.hostPath = { path: dir, type: "Directory" };
-          }
-          if (v.persistentVolumeClaim) {
-            const claim = structuredClone(find("PersistentVolumeClaim", v.persistentVolumeClaim.claimName)!);
-            claim.metadata.name = made.add("volume", `${ns}-${claim.metadata.name}`);
-            v.persistentVolumeClaim.claimName = claim.metadata.name;
-            docs.push(claim);
-          }
-        }
-        for (const c of spec.containers) {
-          for (const p of PROBES) delete c[p];
-          delete c.lifecycle;
-          delete c.ports;
-          for (const from of c.envFrom ?? []) {
-            if (from.configMapRef) {
-              const cm = structuredClone(find("ConfigMap", from.configMapRef.name)!);
-              cm.metadata.name = from.configMapRef.name = `${ns}-${cm.metadata.name}`;
-              docs.push(cm);
-            }
-          }
-          for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) e.valueFrom.secretKeyRef.name = `${ns}-${e.valueFrom.secretKeyRef.name}`;
-        }
-        const service = objects.find((o) => o.kind === "Service" && matches(o.spec.selector, d.spec.template.metadata.labels));
-        const file = path.join(keys.dir, `${name}.yaml`);
-        writeFileSync(file, [...docs, d].map((o) => stringify(o)).join("---\n"));
-        const list: { pod: string; containers: string[] }[] = [];
-        for (let i = 0; i < replicas; i++) {
-          const pod = made.add("pod", `${ns}-${name}-pod-${i}`);
-          list.push({ pod, containers: spec.containers.map((c: { name: string }) => `${pod}-${c.name}`) });
-        }
-        pods.set(name, list);
-        await podman(["kube", "play", ...(service ? ["--network", `${net}:alias=${service.metadata.name}`] : ["--network", net]), file], { timeoutMs: 180_000 });
-      }
+      // The pet service and the key service first; then the gateways' token, made through the
+      // admin API as deploy/README.md says (step 6); then the gateways, which wait for both.
+      await play("pet-service", secrets);
+      await play("key-service", secrets);
+      const gatewayToken = await until(
+        "the key service to make the gateways' token",
+        async () => {
+          const r = await client(
+            `const r = await fetch("http://key-service:8081/v1/admin-tokens", { method: "POST", headers: { authorization: "Bearer " + process.env.ADMIN, "content-type": "application/json" }, body: JSON.stringify({ name: "gateway", scopes: ["gateway"] }) });
+             console.log(JSON.stringify({ status: r.status, ...(await r.json()) }));`,
+            { ADMIN: adminToken },
+          ).catch(() => undefined);
+          return r?.status === 201 ? r : undefined;
+        },
+        120_000,
+        2_000,
+      );
+      const gatewaySecrets = { "gateway-key-service": { KEYS_SERVICE_TOKEN: gatewayToken.token as string } };
+      await createSecrets(gatewaySecrets);
+      await play("gateway", { ...secrets, ...gatewaySecrets });
       console.log(
         `deploy test: ${variant} overlay rendered by ${rendered.by}, played in ${Math.round((Date.now() - t) / 1000)} s: ` +
           [...pods.values()].flat().map((p) => p.pod).join(", ") +
@@ -198,7 +219,7 @@ for (const variant of ["sqlite", "postgres"] as const) {
     afterAll(async () => {
       const failures = await made.removeAll();
       keys?.cleanup();
-      if (keysVolume) rmSync(keysVolume, { recursive: true, force: true });
+      for (const dir of hostDirs) rmSync(dir, { recursive: true, force: true });
       expect(failures).toEqual([]);
     });
 
@@ -217,7 +238,7 @@ for (const variant of ["sqlite", "postgres"] as const) {
 
     it("answers every probe the manifests declare (startup, then liveness and readiness)", async () => {
       const answered: string[] = [];
-      for (const name of ["pet-service", "gateway"]) {
+      for (const name of ["pet-service", "key-service", "gateway"]) {
         const spec = find("Deployment", name)!.spec.template.spec;
         for (const { pod } of pods.get(name)!) {
           for (const c of spec.containers) {
@@ -246,20 +267,32 @@ for (const variant of ["sqlite", "postgres"] as const) {
       }
     });
 
-    it("serves a real key's requests through the gateway Service", async () => {
-      // A client pod on the network, as the Ingress controller: the Service name `gateway`.
-      const gatewayService = objects.find((o) => o.kind === "Service" && o.metadata.name === "gateway")!;
-      const port = gatewayService.spec.ports[0].port as number;
+    it("serves a key made through the admin API through the gateway Service, and refuses it there once revoked", async () => {
+      // A client pod on the network: the operator (through a port-forward) at the Service name
+      // `key-service`, and the Ingress controller at the Service name `gateway`.
+      const gatewayPort = find("Service", "gateway")!.spec.ports[0].port as number;
+      const keysPort = find("Service", "key-service")!.spec.ports[0].port as number;
       const script = `
-        const base = "http://gateway:${port}/v1/pets", auth = { authorization: "Bearer " + process.env.KEY };
+        const admin = "http://key-service:${keysPort}", base = "http://gateway:${gatewayPort}/v1/pets";
+        const adminAuth = { authorization: "Bearer " + process.env.ADMIN, "content-type": "application/json" };
+        const made = await (await fetch(admin + "/v1/keys", { method: "POST", headers: adminAuth, body: JSON.stringify({ name: "kube", plan: "business" }) })).json();
+        const auth = { authorization: "Bearer " + made.key };
+        const status = async (init) => (await fetch(base, init)).status;
+        let first;
+        for (let i = 0; i < 100 && first !== 200; i++) first = await status({ headers: auth }), first !== 200 && (await new Promise((r) => setTimeout(r, 100)));
         const c = await fetch(base, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ name: "Kube", categoryId: 3 }) });
         const pet = await c.json();
         const l = await fetch(base + "?limit=100", { headers: auth });
         const ids = (await l.json()).map((p) => p.id);
-        const anon = await fetch(base);
-        console.log(JSON.stringify({ create: c.status, list: l.status, listed: ids.includes(pet.id), anonymous: anon.status }));`;
-      const out = await podman(["run", "--rm", "--network", net, "-e", `KEY=${keys.key}`, "localhost/pet-store-api:local", "node", "--input-type=module", "-e", script]);
-      expect(JSON.parse(out.stdout)).toEqual({ create: 201, list: 200, listed: true, anonymous: 401 });
+        const anon = await status({});
+        const revoke = await fetch(admin + "/v1/keys/" + made.id + "/revoke", { method: "POST", headers: adminAuth });
+        const t = Date.now();
+        let after = 200;
+        while (after !== 401 && Date.now() - t < 10000) after = await status({ headers: auth }), after !== 401 && (await new Promise((r) => setTimeout(r, 50)));
+        console.log(JSON.stringify({ first, create: c.status, list: l.status, listed: ids.includes(pet.id), anonymous: anon, revoke: revoke.status, revoked: after, ms: Date.now() - t }));`;
+      const { ms, ...out } = await client(script, { ADMIN: adminToken });
+      console.log(`deploy test: ${variant}: the revoked key refused through the gateway Service ${String(ms)} ms after the admin API answered`);
+      expect(out).toEqual({ first: 200, create: 201, list: 200, listed: true, anonymous: 401, revoke: 200, revoked: 401 });
     });
 
     it("points its HorizontalPodAutoscalers, PodDisruptionBudgets and Ingress at what runs", async () => {
@@ -277,7 +310,7 @@ for (const variant of ["sqlite", "postgres"] as const) {
 
     it("stops every pod within terminationGracePeriodSeconds, each container with exit status 0", async () => {
       const stops: string[] = [];
-      for (const name of ["gateway", "pet-service"]) {
+      for (const name of ["gateway", "pet-service", "key-service"]) {
         const grace = find("Deployment", name)!.spec.template.spec.terminationGracePeriodSeconds as number;
         for (const { pod, containers } of pods.get(name)!) {
           const t = Date.now();

@@ -1,10 +1,11 @@
 /**
  * What the deploy tests share: podman (configured by deploy/podman/env.sh, handed over by the
- * global setup), commands with their output, keys in a temporary KEYS_DIR, HTTP to published
- * loopback ports, and a record of every container, pod, network, volume and secret a test made,
+ * global setup), commands with their output, a signing pair in a temporary KEYS_DIR, admin tokens
+ * and the admin API, HTTP to published loopback ports, and a record of every container, pod, network, volume and secret a test made,
  * so that it is removed even when the test fails.
  */
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { chmodSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -85,16 +86,29 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined 
   }
 }
 
-/** A KEYS_DIR of the test's own with a signing pair, and a key issued from it (npm run keys). */
-export async function makeKeys(plan = "pro"): Promise<{ dir: string; key: string; kid: string; cleanup: () => void }> {
+/** A KEYS_DIR of the test's own with a signing pair (npm run keys -- init), as an operator makes one for the cluster's Secrets. */
+export async function makeKeyPair(): Promise<{ dir: string; kid: string; cleanup: () => void }> {
   const dir = mkdtempSync(path.join(tmpdir(), "pet-store-deploy-keys-"));
   // The containers run as uid 1000: the public half must be readable by others, as in a checkout.
   chmodSync(dir, 0o755);
-  const env = { KEYS_DIR: dir };
-  await sh("npm", ["run", "-s", "keys", "--", "init"], { env });
-  const key = (await sh("npm", ["run", "-s", "keys", "--", "issue", "--plan", plan, "--name", "deploy-test"], { env })).stdout.trim();
+  // The registry the command line may open stays in the temporary directory too, never the checkout's data/.
+  await sh("npm", ["run", "-s", "keys", "--", "init"], { env: { KEYS_DIR: path.join(dir), KEYS_DB: path.join(dir, "keys.sqlite") } });
   const kid = readdirSync(path.join(dir, "public")).find((f) => f.endsWith(".pem"))!.replace(/\.pem$/, "");
-  return { dir, key, kid, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir, kid, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** An admin token as an operator makes one for KEYS_ADMIN_TOKEN: pskadm_ and 43 base64url characters. */
+export const newAdminToken = () => `pskadm_${randomBytes(32).toString("base64url")}`;
+
+/** A call to a key service's admin API (a published loopback port or a URL): status and JSON body. */
+export async function admin(base: string, token: string, method: string, pathname: string, body?: unknown) {
+  const res = await fetch(`${base}${pathname}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
 /** One HTTP request to a published loopback port: status, headers, body text. */

@@ -18,7 +18,7 @@ describe("the Dockerfile checks catch mistakes", () => {
     ["dev dependencies installed", (d) => d.replace("--omit=dev", ""), /--omit=dev/],
     ["a CMD through npm", (d) => d.replace(/^CMD .*$/m, 'CMD ["npm", "run", "start:gateway"]'), /CMD/],
     ["a source directory left out", (d) => d.replace(/^COPY lib .*$/m, ""), /import lib\//],
-    ["a port not exposed", (d) => d.replace("EXPOSE 8080 50051 9464", "EXPOSE 8080"), /EXPOSE lacks PET_SERVICE_PORT/],
+    ["a port not exposed", (d) => d.replace("EXPOSE 8080 8081 50051 9464", "EXPOSE 8080 8081"), /EXPOSE lacks PET_SERVICE_PORT/],
   ])("Dockerfile: %s", (_name, mutate, message) => expect(dockerWith(mutate(docker.dockerfile))).toMatch(message));
 
   it("Dockerfile.dockerignore: a COPY source it does not admit", () => {

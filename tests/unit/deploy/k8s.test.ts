@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { gatewayFacts, K8S, petFacts, type Check } from "../../../testkit/deploy-check/facts.ts";
+import { gatewayFacts, K8S, keyServiceFacts, petFacts, type Check } from "../../../testkit/deploy-check/facts.ts";
 import { k8sChecks } from "../../../testkit/deploy-check/k8s-checks.ts";
 import { clone, find, loadManifests, VARIANTS, workload, type K8sObject, type Manifests, type Variant } from "../../../testkit/deploy-check/kustomize.ts";
 
@@ -40,6 +40,8 @@ describe("the Kubernetes checks catch mistakes", () => {
   const cm = (m: Manifests, name: string) => find(m, "ConfigMap", name)!.data!;
   const gw = (m: Manifests) => workload(m, gatewayFacts)!;
   const pet = (m: Manifests) => workload(m, petFacts)!;
+  const keys = (m: Manifests) => workload(m, keyServiceFacts)!;
+  const ingressTo = (service: string, path: string) => ({ path, pathType: "Prefix", backend: { service: { name: service, port: { name: "http" } } } });
 
   it.each<[string, (m: Manifests) => void, RegExp]>([
     ["a misspelt gateway variable", (m) => void (cm(m, "gateway-config").GATEWAY_PROT = "8080"), /GATEWAY_PROT is not a variable the gateway reads/],
@@ -57,10 +59,22 @@ describe("the Kubernetes checks catch mistakes", () => {
     ["a missing HPA", (m) => void (m.objects = m.objects.filter((o) => !(o.kind === "HorizontalPodAutoscaler" && o.metadata.name === "pet-service"))), /0 HPAs/],
     ["a pet service scaled to 2", (m) => void (find(m, "HorizontalPodAutoscaler", "pet-service")!.spec!.maxReplicas = 2), /pinned to 1\.\.1/],
     ["a rolling pet-service update", (m) => void (pet(m).deployment.spec!.strategy = { type: "RollingUpdate" }), /want Recreate/],
-    ["public keys mounted off KEYS_DIR/public", (m) => void (gw(m).pod.spec.volumes![0]!.projected!.sources[0]!.secret!.items![0]!.path = "REPLACE_WITH_KID.pem"), /not at a public key path/],
-    ["KEYS_DIR elsewhere than the keys mount", (m) => void (cm(m, "gateway-config").KEYS_DIR = "/etc/keys"), /not at a public key path/],
-    ["a private key in a Secret", (m) => void (find(m, "Secret", "gateway-keys")!.stringData!["x.pem"] = "-----BEGIN PRIVATE KEY-----"), /key material/],
-    ["a REDIS_URL set as plain text", (m) => void (gw(m).container.env = [{ name: "REDIS_URL", value: "redis://r:6379" }]), /REDIS_URL must come from a Secret/],
+    ["public keys mounted off KEYS_DIR/public", (m) => void (keys(m).container.volumeMounts!.find((v) => v.name === "public-keys")!.mountPath = "/app/key-pairs/pub"), /nothing mounts a Secret at \/app\/key-pairs\/public/],
+    ["KEYS_DIR elsewhere than the keys mount", (m) => void (cm(m, "key-service-config").KEYS_DIR = "/etc/keys"), /KEYS_DIR \/etc\/keys must be an emptyDir/],
+    ["KEYS_DIR over the image's code", (m) => void (cm(m, "key-service-config").KEYS_DIR = "/app/keys"), /would hide the image's sources/],
+    ["signing keys listed by kid", (m) => void (keys(m).pod.spec.volumes!.find((v) => v.name === "signing-keys")!.secret!.items = [{ key: "active", path: "active" }]), /mount it whole/],
+    ["the signing keys mounted into a gateway", (m) => void gw(m).pod.spec.volumes!.push({ name: "keys", secret: { secretName: "key-service-signing-keys" } }), /gateway: mounts no keys/],
+    ["the key service in the Ingress", (m) => void find(m, "Ingress", "gateway")!.spec!.rules![0]!.http!.paths.push(ingressTo("key-service", "/v1/keys")), /routes \/v1\/keys to the key service/],
+    ["a key-service Service of type LoadBalancer", (m) => void (find(m, "Service", "key-service")!.spec!.type = "LoadBalancer"), /must be ClusterIP/],
+    ["gateways pointed elsewhere than the key service", (m) => void (cm(m, "gateway-config").KEYS_URL = "http://keys:8081"), /KEYS_URL=http:\/\/keys:8081 \(want http:\/\/key-service:8081\)/],
+    ["a key-service readiness probe on /healthz", (m) => void (keys(m).container.readinessProbe!.httpGet!.path = "/healthz"), /key-service readinessProbe/],
+    ["a key service without resources", (m) => void delete keys(m).container.resources, /key-service: resources.requests needs cpu and memory/],
+    ["the admin token as plain text", (m) => void (keys(m).container.env = keys(m).container.env!.map((e) => (e.name === "KEYS_ADMIN_TOKEN" ? { name: e.name, value: "pskadm_x" } : e))), /key-service KEYS_ADMIN_TOKEN must come from a Secret/],
+    ["the gateway's token as plain text", (m) => void (gw(m).container.env = gw(m).container.env!.map((e) => (e.name === "KEYS_SERVICE_TOKEN" ? { name: e.name, value: "pskadm_x" } : e))), /gateway KEYS_SERVICE_TOKEN must come from a Secret/],
+    ["an autoscaled key service", (m) => void m.objects.push({ ...structuredClone(find(m, "HorizontalPodAutoscaler", "gateway")!), metadata: { name: "key-service" }, spec: { ...structuredClone(find(m, "HorizontalPodAutoscaler", "gateway")!.spec), scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "key-service" } } }), /key-service: 1 HPAs/],
+    ["two key-service replicas on one SQLite file", (m) => void (keys(m).deployment.spec!.replicas = 2), /key-service Deployment replicas 2 \(want 1/],
+    ["a private key in a Secret", (m) => void (find(m, "Secret", "key-service-signing-keys")!.stringData!["x.pem"] = "-----BEGIN PRIVATE KEY-----"), /key material/],
+    ["a REDIS_URL set as plain text", (m) => void (gw(m).container.env = [{ name: "REDIS_URL", value: "redis://r:6379" }]), /gateway REDIS_URL must come from a Secret/],
     ["an Ingress exposing /metrics", (m) => void find(m, "Ingress", "gateway")!.spec!.rules![0]!.http!.paths.push({ path: "/metrics", pathType: "Prefix", backend: { service: { name: "gateway", port: { name: "http" } } } }), /exposes \/metrics/],
     ["a namespace", (m) => void (m.objects[0]!.metadata.namespace = "prod"), /sets a namespace/],
     ["a pod that may run as root", (m) => void delete pet(m).pod.spec.securityContext!.runAsNonRoot, /non-root uid/],
@@ -79,6 +93,8 @@ describe("the Kubernetes checks catch mistakes", () => {
     ["a ClusterIP pet-service Service", (m) => void delete find(m, "Service", "pet-service")!.spec!.clusterIP, /must be headless/],
     ["PET_SERVICE_ADDR to one address", (m) => void (cm(m, "gateway-config").PET_SERVICE_ADDR = "pet-service:50051"), /PET_SERVICE_ADDR=pet-service:50051 \(want dns:\/\/\/pet-service:50051\)/],
     ["a Recreate rollout", (m) => void (pet(m).deployment.spec!.strategy = { type: "Recreate" }), /want RollingUpdate/],
+    ["one key-service replica", (m) => void (keys(m).deployment.spec!.replicas = 1), /key-service replicas 1 \(want 2 or more/],
+    ["KEYS_DB a SQLite path", (m) => void (find(m, "Secret", "key-service-db")!.stringData!.KEYS_DB = "/app/data/REPLACE_WITH.sqlite"), /postgres: KEYS_DB \/app\/data\/REPLACE_WITH.sqlite is not a postgres:\/\/ URL/],
   ])("postgres: %s", (_name, mutate, message) => {
     expect(k8s(mutate, "postgres").join("\n")).toMatch(message);
   });

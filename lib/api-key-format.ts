@@ -4,7 +4,7 @@
  * of public keys, the KEYS_DIR layout, and the revocation list file.
  *
  * KEYS_DIR:
- *   public/<kid>.pem    EC P-256 public keys; gateways accept keys signed by any of them
+ *   public/<kid>.pem    EC P-256 public keys (the key service serves them as its JWKS to gateways)
  *   private/<kid>.pem   private keys (mode 0600, directory 0700; never on gateways)
  *   private/active      the kid that signs new keys
  *   issued.jsonl        one line per issued key, never the token
@@ -184,7 +184,7 @@ export function loadPublicKeys(keysDir: string): Map<string, KeyObject> {
   return keys;
 }
 
-/** KEYS_DIR/revoked.json, written by `keys revoke`, polled by gateways. */
+/** KEYS_DIR/revoked.json of the file era, read by `keys import` (gateways follow the key service). */
 const revokedFileSchema = z.object({
   revoked: z.record(
     z.string(),

@@ -25,8 +25,6 @@ export interface GatewayOptions {
   limiter?: Limiter;
   /** Tests only: replaces app dependencies after wiring. */
   overrides?: Partial<AppDeps>;
-  /** Tests only: how long the key service holds a long poll of its feed (default 25 s). */
-  feedWaitSeconds?: number;
 }
 
 export interface Gateway {
@@ -55,9 +53,9 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     state: keys,
     publicKeys,
     logger,
-    ...(opts.feedWaitSeconds !== undefined && { waitSeconds: opts.feedWaitSeconds }),
   });
   const verifier = createKeyVerifier({ publicKeys, keys, clock });
+  metrics.probeKeyFeed(feed.following);
   const limiter =
     opts.limiter ??
     createLimiter({

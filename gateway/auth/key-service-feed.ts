@@ -19,19 +19,21 @@ export interface KeyServiceFeedOptions {
   state: KeyState;
   publicKeys: PublicKeySet;
   logger: Logger;
-  /** Seconds a long poll is held by the key service (default 25). */
-  waitSeconds?: number;
-  /** How often the JWKS is fetched again besides unknown kids (default 60 s). */
-  jwksRefreshMs?: number;
 }
 
 export interface KeyServiceFeed {
   /** Why requests cannot be decided yet (readiness), undefined once loaded. */
   notReady(): string | undefined;
+  /** Whether the key service answered the feed's last request (loaded and following). */
+  following(): boolean;
   close(): void;
 }
 
 const PAGE = 1000;
+/** Seconds the key service holds a long poll when nothing new comes. */
+const WAIT_SECONDS = 25;
+/** How often the JWKS is fetched again besides when an event names an unknown kid. */
+const JWKS_REFRESH_MS = 60_000;
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 2_000;
 /** Before the first load every /v1 request gets 503: retry sooner, to serve soon after the key service answers. */
@@ -47,7 +49,6 @@ class FeedHttpError extends Error {
 
 export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
   const base = opts.url.replace(/\/+$/, "");
-  const wait = opts.waitSeconds ?? 25;
   const headers: Record<string, string> = { Accept: "application/json" };
   if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
   const stop = new AbortController();
@@ -69,7 +70,7 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
   };
 
   const refreshJwks = async () => {
-    if (!jwksDue && Date.now() - jwksAt < (opts.jwksRefreshMs ?? 60_000)) return;
+    if (!jwksDue && Date.now() - jwksAt < JWKS_REFRESH_MS) return;
     opts.publicKeys.replace(await getJson("/.well-known/jwks.json", "JWKS", 10_000));
     jwksAt = Date.now();
     jwksDue = false;
@@ -101,7 +102,7 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
           lastError = undefined;
           opts.logger.info({ keys: opts.state.size(), seq: after }, "key state loaded from the key service");
         } else {
-          await readPage(wait);
+          await readPage(WAIT_SECONDS);
         }
         backoff = BACKOFF_MIN_MS;
         if (lastError !== undefined) opts.logger.info({ seq: after }, "key service answering again");
@@ -125,6 +126,7 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
   void run();
 
   return {
+    following: () => opts.state.loaded() && lastError === undefined,
     notReady: () => (opts.state.loaded() ? undefined : `key state not loaded from the key service at ${base} (${lastError ?? "loading"})`),
     close: () => stop.abort(),
   };

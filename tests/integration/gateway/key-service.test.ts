@@ -123,11 +123,15 @@ describe("through an outage of the key service", () => {
       await own.revoke(revoked);
       await refusedAfter(g, revoked, Date.now());
       expect((await get(g, valid)).status).toBe(200);
+      const following = async () => /^gateway_key_service_following (\d)$/m.exec(await (await fetch(`${g.url}/metrics`)).text())?.[1];
+      expect(await following()).toBe("1");
       await own.service.stop();
       await new Promise((r) => setTimeout(r, 3_000)); // several failed long polls and retries
       expect((await get(g, valid)).status).toBe(200);
       expect((await get(g, revoked)).status).toBe(401);
       expect((await fetch(`${g.url}/readyz`)).status).toBe(200);
+      // Ready, but operators see that changes are not reaching it.
+      expect(await following()).toBe("0");
     } finally {
       await g.close();
       await own.remove();

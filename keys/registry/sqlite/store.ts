@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { KeyEvent, KeyRecord, Page } from "../../../lib/key-record.ts";
-import type { SchemaReport } from "../../../lib/migrations.ts";
+import { REGISTRY_MIGRATIONS_TABLE, type SchemaReport } from "../../../lib/migrations.ts";
 import { openDurableWriter } from "../../../lib/sqlite.ts";
 import { toStorageError } from "../../../lib/sqlite-faults.ts";
 import { WorkerCalls } from "../../../lib/worker-calls.ts";
@@ -115,7 +115,7 @@ export class SqliteKeyRegistry implements KeyRegistry {
 
   /** A cheap read of the file (its schema version): fails as the reads would. */
   async ping(): Promise<void> {
-    this.read((prepare) => prepare("SELECT max(version) FROM schema_migrations").get());
+    this.read((prepare) => prepare(`SELECT max(version) FROM ${REGISTRY_MIGRATIONS_TABLE}`).get());
   }
 
   close(): Promise<void> {

@@ -18,6 +18,10 @@ export interface GatewayMetrics {
   petServiceServing: Gauge;
   /** Sets the check petServiceServing runs at scrape time (createGateway: the readiness health check). */
   probePetService(serving: () => Promise<boolean>): void;
+  /** 1 while the key service answers this gateway's change feed, else 0 (read at each scrape). */
+  keyServiceFollowed: Gauge;
+  /** Sets what keyServiceFollowed reads (createGateway: the feed). */
+  probeKeyFeed(following: () => boolean): void;
   /** Usage reports to the key service by outcome: sent (202), failed (retried), rejected (400/413: dropped). */
   usageReports: Counter<"outcome">;
   /** Key-hours of usage counted and not acknowledged by the key service; read at each scrape from what followUsageBacklog names. */
@@ -41,6 +45,7 @@ export const limiterMetrics = (m: GatewayMetrics): FallbackMetrics => ({
 export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): GatewayMetrics {
   const m = createMetricsRegistry(opts);
   let probe: (() => Promise<boolean>) | undefined;
+  let following: (() => boolean) | undefined;
   let backlog = () => 0;
   return {
     registry: m.registry,
@@ -98,6 +103,18 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
     }),
     probePetService(serving) {
       probe = serving;
+    },
+    // An outage of the key service leaves the gateway ready (it serves from its last key state):
+    // this says so, for an alert while changes (revocations) are not reaching it.
+    keyServiceFollowed: m.gauge({
+      name: "gateway_key_service_following",
+      help: "1 while this gateway's change feed gets answers from the key service (KEYS_URL), else 0: it then serves from its last key state.",
+      collect() {
+        if (following) this.set(following() ? 1 : 0);
+      },
+    }),
+    probeKeyFeed(fn) {
+      following = fn;
     },
     usageReports: m.counter({
       name: "gateway_usage_reports_total",

@@ -49,9 +49,11 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
   const pet = await startPetService({ dir, name: "pet-service", db: path.join(dir, "pets.sqlite"), logLevel: LOG_LEVEL, ...(opts.profileDir && { profileDir: opts.profileDir }) });
   const kit = createKit(opts, pet);
   const { wanted, http, list, noop, grpcDirect } = kit;
-  const gateway = (name: string, redisUrl?: string) =>
-    startGateway({ dir, name, petAddress: pet.address, keys: keyService.gatewayEnv, logLevel: LOG_LEVEL, ...(redisUrl && { redisUrl }), ...kit.profile });
+  const gateway = (name: string, redisUrl?: string, env?: Record<string, string>) =>
+    startGateway({ dir, name, petAddress: pet.address, keys: keyService.gatewayEnv, logLevel: LOG_LEVEL, ...(redisUrl && { redisUrl }), ...(env && { env }), ...kit.profile });
   const gwRedis = await gateway("gateway-redis", redis.url);
+  // The gateway as it was before the usage history: what counting and reporting cost, in the same rounds.
+  const gwNoUsage = wanted("a-no-usage") ? await gateway("gateway-redis-no-usage", redis.url, { USAGE_REPORTING: "off" }) : undefined;
   const gwMemory = wanted("a-mem") || wanted("c-mem") ? await gateway("gateway-memory") : undefined;
 
   await seedPets(gwRedis.address, auth, settings.seed);
@@ -74,7 +76,8 @@ export async function buildScenarios(opts: ScenarioOptions): Promise<Scenarios> 
 
   const targets = { a: list(gwRedis), b: { url: `${bare.address}/v1/pets?limit=20`, status: 200 }, c: noop(gwRedis), d: kit.create(gwRedis) };
   const all: (Scenario | undefined)[] = [
-    http("a", "(a) full path: GET /v1/pets?limit=20 (auth, Redis quota, gRPC, SQLite; 20 pets)", targets.a, gwRedis, true),
+    http("a", "(a) full path: GET /v1/pets?limit=20 (auth, Redis quota, gRPC, SQLite; 20 pets; usage counted and reported)", targets.a, gwRedis, true),
+    gwNoUsage && http("a-no-usage", "(a) full path with usage reporting off (USAGE_REPORTING=off: no counting, no reports), beside (a) with it on", list(gwNoUsage), gwNoUsage, true),
     http("a-scoped", "(a) full path with a key that has scopes (pets:read) and allowed networks (3 CIDRs): both checked on every request", { ...targets.a, headers: opts.scopedAuth }, gwRedis, true),
     gwMemory && http("a-mem", "(a) full path at LOG_LEVEL=info, memory limiter (no Redis)", list(gwMemory), gwMemory),
     http("b", "(b) bare Express: GET /v1/pets, the same bytes", targets.b, bare, false, false),

@@ -56,8 +56,8 @@ export interface AppDeps {
   upstreamTimeoutMs: number;
   /** Why the gateway should not get traffic now (pet service, Redis, shutting down); empty when ready. */
   readiness: () => Promise<string[]>;
-  /** Each valid key's requests counted for its usage history (gateway/usage/); GET /v1/me/usage reads it from the key service. */
-  usage: { counter: UsageCounter; history: HistoryReader };
+  /** Each valid key's requests counted for its usage history (gateway/usage/; none with USAGE_REPORTING=off); GET /v1/me/usage reads it from the key service. */
+  usage: { counter: UsageCounter | undefined; history: HistoryReader };
 }
 
 /** Builds the gateway's Express app. It does not listen: main.ts and tests do. */
@@ -112,7 +112,7 @@ function v1Router(deps: AppDeps): express.Router {
     next();
   });
 
-  router.use(countUsage(deps.usage.counter, deps.clock));
+  if (deps.usage.counter) router.use(countUsage(deps.usage.counter, deps.clock));
   router.use(guard(deps));
   router.use(meRoutes(deps.usage.history));
 

@@ -49,6 +49,8 @@ export const GATEWAY_ENV = z.object({
   /** The key service (its JWKS and change feed) and the admin token (scope `gateway`) the feed needs. */
   KEYS_URL: httpUrl.default("http://127.0.0.1:8081"),
   KEYS_SERVICE_TOKEN: z.string().min(1, "must not be empty").optional(),
+  /** Counting each key's requests and reporting them to the key service (the usage history); `off` only to measure what it costs. */
+  USAGE_REPORTING: z.enum(["on", "off"], { error: "must be on or off" }).default("on"),
   /** Without Redis only: where the memory limiter publishes usage.json for `keys usage` (unset: nowhere). */
   KEYS_DIR: z.string().optional(),
   BAN_AFTER: positiveInt(20, "a positive integer"),

@@ -102,7 +102,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     logger.warn("redis not reachable at start; answering 503 until it is (the number of gateway replicas is unknown)");
   }
 
-  const usageReporter = startUsageReporter({
+  const usageReporter = config.USAGE_REPORTING === "off" ? undefined : startUsageReporter({
     url: config.KEYS_URL,
     token: config.KEYS_SERVICE_TOKEN,
     gatewayId: `${hostname()}:${process.pid}`,
@@ -110,7 +110,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     metrics: { reports: metrics.usageReports, dropped: metrics.usageDropped },
     ...(opts.usageBacklogKeyHours !== undefined && { maxBacklogKeyHours: opts.usageBacklogKeyHours }),
   });
-  metrics.followUsageBacklog(usageReporter.backlog);
+  if (usageReporter) metrics.followUsageBacklog(usageReporter.backlog);
 
   const app = createApp({
     pets,
@@ -126,7 +126,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     readiness: () => notReadyReasons(checks),
     upstreams: upstreamsOf(config),
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
-    usage: { counter: usageReporter.counter, history: keyServiceHistory({ url: config.KEYS_URL, token: config.KEYS_SERVICE_TOKEN }) },
+    usage: { counter: usageReporter?.counter, history: keyServiceHistory({ url: config.KEYS_URL, token: config.KEYS_SERVICE_TOKEN }) },
     ...opts.overrides,
   });
 
@@ -137,7 +137,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     },
     async close() {
       // The last counts first, within the shutdown deadline's time for closing (config.ts, CLOSE_MS).
-      await usageReporter.close(USAGE_FLUSH_MS);
+      await usageReporter?.close(USAGE_FLUSH_MS);
       pets.close();
       tls?.close();
       feed.close();

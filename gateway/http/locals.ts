@@ -1,6 +1,6 @@
 import type { Span } from "@opentelemetry/api";
 import type { ApiKey } from "../../lib/api-key-format.ts";
-import type { UsageOutcome } from "../../keys/registry/usage.ts";
+import type { UsageOutcome } from "../../lib/usage-history.ts";
 import type { Decision } from "../limiter/limiter.ts";
 import type { KeyEntry } from "../auth/key-state.ts";
 

@@ -1,5 +1,5 @@
 import type { RequestHandler, Response } from "express";
-import type { UsageOutcome } from "../../keys/registry/usage.ts";
+import type { UsageOutcome } from "../../lib/usage-history.ts";
 import type { Clock } from "../../lib/clock.ts";
 import type { UsageCounter } from "./counter.ts";
 

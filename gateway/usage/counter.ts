@@ -5,13 +5,7 @@
  * (sealed or not); a request of a new key-hour beyond it is dropped and counted, never silently.
  */
 import { randomUUID } from "node:crypto";
-import type { UsageOutcome } from "../../keys/registry/usage.ts";
-
-const HOUR_MS = 3_600_000;
-/** A ban seen again with an end this close to the one announced is the same ban (Retry-After is whole seconds). */
-const SAME_BAN_WITHIN_MS = 5_000;
-
-export type Counts = Record<UsageOutcome, number>;
+import { hourOf, SAME_BAN_WITHIN_MS, USAGE_OUTCOMES, type UsageCounts as Counts, type UsageOutcome } from "../../lib/usage-history.ts";
 
 /** POST /v1/usage/reports' body (keys/api/openapi.json, UsageReport). */
 export interface UsageReport {
@@ -34,7 +28,7 @@ export interface UsageCounter {
   dropped(): number;
 }
 
-const zero = (): Counts => ({ "2xx": 0, "4xx": 0, "5xx": 0, limited: 0, banned: 0, forbidden: 0 });
+const zero = (): Counts => Object.fromEntries(USAGE_OUTCOMES.map((o) => [o, 0])) as Counts;
 
 export function createUsageCounter(opts: { gatewayId: string; maxKeyHours: () => number; onDrop: (requests: number) => void }): UsageCounter {
   const buckets = new Map<string, { keyId: string; hour: number; counts: Counts }>();
@@ -45,7 +39,7 @@ export function createUsageCounter(opts: { gatewayId: string; maxKeyHours: () =>
 
   return {
     count(keyId, outcome, nowMs) {
-      const hour = Math.floor(nowMs / HOUR_MS) * HOUR_MS;
+      const hour = hourOf(nowMs);
       const id = `${keyId} ${hour}`;
       let bucket = buckets.get(id);
       if (!bucket) {
@@ -93,5 +87,4 @@ export function createUsageCounter(opts: { gatewayId: string; maxKeyHours: () =>
 }
 
 /** Requests a report counts (for the dropped metric when one is refused). */
-export const requestsIn = (report: UsageReport): number =>
-  report.buckets.reduce((sum, b) => sum + b["2xx"] + b["4xx"] + b["5xx"] + b.limited + b.banned + b.forbidden, 0);
+export const requestsIn = (report: UsageReport): number => report.buckets.reduce((sum, b) => sum + USAGE_OUTCOMES.reduce((n, o) => n + b[o], 0), 0);

@@ -4,17 +4,13 @@
  * by both stores: the shapes, the SQL they have in common and the arithmetic of days and thresholds.
  */
 import type { KeyEvent } from "../../lib/key-record.ts";
+import { DAY_MS, dayOf, USAGE_OUTCOMES, type UsageCounts } from "../../lib/usage-history.ts";
 
-/** How a request with a valid key ended: admitted by its status class, or refused by the guard. */
-export const USAGE_OUTCOMES = ["2xx", "4xx", "5xx", "limited", "banned", "forbidden"] as const;
-export type UsageOutcome = (typeof USAGE_OUTCOMES)[number];
-export type UsageCounts = Record<UsageOutcome, number>;
+export { DAY_MS, dayOf, HOUR_MS, hourOf, SAME_BAN_WITHIN_MS, USAGE_OUTCOMES, type UsageCounts, type UsageOutcome } from "../../lib/usage-history.ts";
 
 /** The column of each outcome, in USAGE_OUTCOMES' order. */
 export const USAGE_COLUMNS = ["c2xx", "c4xx", "c5xx", "limited", "banned", "forbidden"] as const;
 
-export const HOUR_MS = 3_600_000;
-export const DAY_MS = 86_400_000;
 export const HOURLY_RETENTION_MS = 35 * DAY_MS;
 export const DAILY_RETENTION_MS = 400 * DAY_MS;
 /**
@@ -22,8 +18,6 @@ export const DAILY_RETENTION_MS = 400 * DAY_MS;
  * a retry after this would need the acknowledgement lost and the key service down for two days.
  */
 export const REPORT_ID_RETENTION_MS = 2 * DAY_MS;
-/** Two reports of one key's ban whose ends differ by less than this are the same ban (gateways round Retry-After to seconds). */
-export const SAME_BAN_WITHIN_MS = 5_000;
 
 export type UsageGranularity = "hour" | "day";
 
@@ -62,9 +56,6 @@ export interface UsageReportApplied {
 export interface UsageBucket extends UsageCounts {
   start: number;
 }
-
-export const dayOf = (ms: number): number => Math.floor(ms / DAY_MS) * DAY_MS;
-export const hourOf = (ms: number): number => Math.floor(ms / HOUR_MS) * HOUR_MS;
 
 /** Admitted requests (the daily quota counts those). */
 export const admitted = (c: UsageCounts): number => c["2xx"] + c["4xx"] + c["5xx"];

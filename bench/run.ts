@@ -88,7 +88,7 @@ const settings = {
 
 const RESULTS_INTRO =
   "`npm run bench` (bench/run.ts and its modules) starts a private Redis, the key service, one pet service and two gateways (Redis and " +
-  "memory limiter, both following the key service) as separate processes, seeds 20 pets and drives them with wrk and h2load (row (a-scoped): the full path with a key that has scopes and allowed networks) beside bare Express, two " +
+  "memory limiter, both following the key service) as separate processes, seeds 20 pets and drives them with wrk and h2load (row (a-scoped): the full path with a key that has scopes and allowed networks; row (a-no-usage): a third gateway with USAGE_REPORTING=off, the full path without the usage history's counting and reports) beside bare Express, two " +
   "Express + grpc-js floors, a grpc-js server answering fixed bytes and, when Debian's Go packages are installed, " +
   "grpc-gateway (bench/grpc-gateway/, built offline), PostgreSQL (a private database) behind two pet-service replicas, " +
   "and the memory-limiter path again with tracing disabled, unset and on (1 % and 100 % sampled, to a local OTLP sink) " +

@@ -105,6 +105,9 @@ function targetLines(get: (key: string) => Summary | undefined): string[] {
   const scoped = get("a-scoped");
   // Issue 39: scopes and allowed networks are decided from the key's state in memory, no I/O.
   if (redis && scoped) lines.push(`- reported: (a-scoped), a key with scopes and allowed networks, over (a): ${over(scoped, redis).text}`);
+  const noUsage = get("a-no-usage");
+  // Issue 40: counting each key's requests for the usage history is in memory, reported from a timer.
+  if (redis && noUsage) lines.push(`- reported: (a), usage counted and reported, over (a-no-usage), USAGE_REPORTING=off: ${over(redis, noUsage).text}`);
   const [pet, floor] = [get("g"), get("k")];
   if (pet && floor) {
     const x = (pet.cpu.pet ?? NaN) / (floor.cpu.pet ?? NaN);

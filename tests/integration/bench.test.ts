@@ -60,6 +60,7 @@ it("runs `npm run bench -- --smoke` to the end, prints the table with every scen
   expect(stdout).toMatch(/at one offered rate, tracing on, 1 % sampled \(a-otel1\) ≤ \+15 µs over tracing disabled \(a-notrace\): [+-][\d,.]+ µs/);
   expect(stdout).toMatch(/Round trips per request \(MONITOR, \d+ sequential requests each\): 1\.00 \(a\), 1\.00 \(a-scoped\), 1\.00 \(c\), 1\.00 \(d\)/);
   expect(stdout).toMatch(/reported: \(a-scoped\), a key with scopes and allowed networks, over \(a\): [+-][\d,.]+ µs/);
+  expect(stdout).toMatch(/reported: \(a\), usage counted and reported, over \(a-no-usage\), USAGE_REPORTING=off: [+-][\d,.]+ µs/);
   expect(stdout).toMatch(/Limiter memory per key at 100,000\/day: [\d,]+ bytes/);
 }, 150_000);
 

@@ -15,6 +15,7 @@ import {
   reachedPercents,
   SAME_BAN_WITHIN_MS,
   thresholdEvent,
+  USAGE_COLUMNS,
   usageBucketOfRow,
   type UsageReportApplied,
   type UsageReportWrite,
@@ -26,38 +27,45 @@ export type UsageStepResult = number | Record<string, unknown> | undefined | Key
 
 type Steps = Generator<UsageStep, UsageReportApplied, UsageStepResult>;
 
+/** Rows in one order for every report: two reports of the same keys never wait for each other in a cycle (PostgreSQL row locks). */
+const byKeyAndTime = (a: { keyId: string; hour: number }, b: { keyId: string; hour: number }) => (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : a.hour - b.hour);
+
 export function* applyUsageSteps(r: UsageReportWrite, ph: (n: number) => string): Steps {
   const claimed = yield { run: `INSERT INTO usage_reports (report_id, at) VALUES (${ph(1)}, ${ph(2)}) ON CONFLICT (report_id) DO NOTHING`, values: [r.reportId, r.at] };
   if (claimed === 0) return { duplicate: true, events: [] };
-  const events: KeyEvent[] = [];
-  for (const b of r.buckets) yield { run: addBucketSql("usage_hourly", ph), values: bucketValues(b) };
-  const days = dailyTotals(r.buckets);
+  const buckets = [...r.buckets].sort(byKeyAndTime);
+  for (const b of buckets) yield { run: addBucketSql("usage_hourly", ph), values: bucketValues(b) };
+  const days = dailyTotals(buckets).sort(byKeyAndTime);
   for (const d of days) yield { run: addBucketSql("usage_daily", ph), values: bucketValues(d) };
-  for (const { keyId, at } of r.lastUsed) {
+  for (const { keyId, at } of [...r.lastUsed].sort((a, b) => (a.keyId < b.keyId ? -1 : 1))) {
     // Last use only moves forward: reports from several gateways arrive in any order.
     yield { run: `UPDATE keys SET last_used_at = ${ph(2)} WHERE id = ${ph(1)} AND (last_used_at IS NULL OR last_used_at < ${ph(2)})`, values: [keyId, at] };
   }
-  for (const { keyId, until } of r.bans) {
+  // The events last: appending takes the event counter's lock (PostgreSQL), held to COMMIT, after every row lock.
+  const events: NewEvent[] = [];
+  for (const { keyId, until } of [...r.bans].sort((a, b) => (a.keyId < b.keyId ? -1 : 1))) {
     const known = (yield { get: `SELECT until FROM usage_bans WHERE key_id = ${ph(1)}`, values: [keyId] }) as Record<string, unknown> | undefined;
     if (known && Number(known.until) >= until - SAME_BAN_WITHIN_MS) continue;
     yield {
       run: `INSERT INTO usage_bans (key_id, until) VALUES (${ph(1)}, ${ph(2)}) ON CONFLICT (key_id) DO UPDATE SET until = excluded.until`,
       values: [keyId, until],
     };
-    events.push((yield { event: banEvent(r, keyId, until) }) as KeyEvent);
+    events.push(banEvent(r, keyId, until));
   }
   for (const d of days) {
     const limit = r.dailyLimits[d.keyId];
     if (limit === undefined) continue;
-    const row = (yield { get: `SELECT start, c2xx, c4xx, c5xx, limited, banned, forbidden FROM usage_daily WHERE key_id = ${ph(1)} AND start = ${ph(2)}`, values: [d.keyId, d.hour] }) as Record<string, unknown>;
+    const row = (yield { get: `SELECT start, ${USAGE_COLUMNS.join(", ")} FROM usage_daily WHERE key_id = ${ph(1)} AND start = ${ph(2)}`, values: [d.keyId, d.hour] }) as Record<string, unknown>;
     const used = admitted(usageBucketOfRow(row));
     for (const percent of reachedPercents(r.thresholdPercents, used, limit)) {
       const marked = yield {
         run: `INSERT INTO usage_thresholds (key_id, day, percent) VALUES (${ph(1)}, ${ph(2)}, ${ph(3)}) ON CONFLICT (key_id, day, percent) DO NOTHING`,
         values: [d.keyId, d.hour, percent],
       };
-      if (marked === 1) events.push((yield { event: thresholdEvent(r, d.keyId, percent, used, limit) }) as KeyEvent);
+      if (marked === 1) events.push(thresholdEvent(r, d.keyId, percent, used, limit));
     }
   }
-  return { duplicate: false, events };
+  const appended: KeyEvent[] = [];
+  for (const event of events) appended.push((yield { event }) as KeyEvent);
+  return { duplicate: false, events: appended };
 }

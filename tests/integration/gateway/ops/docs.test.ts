@@ -43,7 +43,7 @@ const leaving = (record: PageRecord) =>
   record.requests.filter((url) => !url.startsWith(`${gateway.url}/`) && !/^(data|blob):/.test(url));
 
 describe("GET /docs in a browser", { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
-  it("renders the three operations from /v1/openapi.json, getPet marked deprecated, with no console errors and no request leaving the gateway", async () => {
+  it("renders the five operations from /v1/openapi.json, getPet marked deprecated, with no console errors and no request leaving the gateway", async () => {
     const { page, record } = await openDocs();
     try {
       const summaries = await page.locator(".opblock-summary").evaluateAll((els) =>
@@ -53,8 +53,11 @@ describe("GET /docs in a browser", { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
         ["GET", "/pets"],
         ["POST", "/pets"],
         ["GET", "/pets/{petId}"],
+        ["GET", "/me"],
+        ["GET", "/me/usage"],
       ]);
       for (const id of ["listPets", "createPet", "getPet"]) await expect(page.locator(`#operations-pets-${id}`).isVisible()).resolves.toBe(true);
+      for (const id of ["getMe", "getMyUsage"]) await expect(page.locator(`#operations-me-${id}`).isVisible()).resolves.toBe(true);
 
       const deprecated = page.locator(".opblock-deprecated");
       expect(await deprecated.evaluateAll((els) => els.map((el) => el.id))).toEqual(["operations-pets-getPet"]);

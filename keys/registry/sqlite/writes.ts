@@ -3,6 +3,7 @@ import type { KeyEvent, KeyRecord } from "../../../lib/key-record.ts";
 import { withResultCode } from "../../../lib/sqlite.ts";
 import { KEY_CHANGED_MEANWHILE, KEY_COLUMNS, keyColumnValues, keyUpdateQuery } from "../rows.ts";
 import type { AdminTokenRecord, IdempotencyClaim, NewEvent } from "../store.ts";
+import { runWebhookWrite, type WebhookWriteRequest } from "./webhook-writes.ts";
 
 /**
  * The registry's writes, each one transaction (BEGIN IMMEDIATE: the file's one writer, waiting
@@ -16,9 +17,10 @@ export type WriteRequest =
   | { op: "touchLastUsed"; id: string; at: number }
   | { op: "appendEvent"; event: NewEvent }
   | { op: "createAdminToken"; token: AdminTokenRecord; event: NewEvent }
-  | { op: "revokeAdminToken"; id: string; at: number; event: NewEvent };
+  | { op: "revokeAdminToken"; id: string; at: number; event: NewEvent }
+  | WebhookWriteRequest;
 
-export type WriteResult = KeyEvent | undefined;
+export type WriteResult = KeyEvent | boolean | undefined;
 
 /** An error a write throws on purpose; the store turns the code into its error class. */
 export const CONFLICT = "SQLITE_CONSTRAINT";
@@ -90,6 +92,8 @@ function run(db: DatabaseSync, w: WriteRequest): WriteResult {
       return createAdminToken(db, w.token, w.event);
     case "revokeAdminToken":
       return revokeAdminToken(db, w.id, w.at, w.event);
+    default:
+      return runWebhookWrite(db, w, (e) => appendEvent(db, e));
   }
 }
 

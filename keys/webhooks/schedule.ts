@@ -26,6 +26,6 @@ export const DEFAULT_RETRY_SCHEDULE: RetrySchedule = {
 
 /** The default schedule with every time multiplied by `factor` (tests: 1/100 makes a minute 0.6 s). */
 export const scaledSchedule = (factor: number, base: RetrySchedule = DEFAULT_RETRY_SCHEDULE): RetrySchedule => ({
-  delayMs: (failures) => base.delayMs(failures) * factor,
-  giveUpAfterMs: base.giveUpAfterMs * factor,
+  delayMs: (failures) => Math.round(base.delayMs(failures) * factor),
+  giveUpAfterMs: Math.round(base.giveUpAfterMs * factor),
 });

@@ -56,6 +56,8 @@ export function startWebhookWorker(deps: WebhookWorkerDeps): WebhookWorker {
   const running = new Map<string, Promise<void>>();
   const stop = new AbortController();
   let failing = false;
+  /** Subscriptions whose last round failed (registry fault): logged once until one succeeds. */
+  const interrupted = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
 
   /** Holds (takes or renews) the lease with at least half its time left. */
@@ -98,7 +100,7 @@ export function startWebhookWorker(deps: WebhookWorkerDeps): WebhookWorker {
     const outcome: DeliveryOutcome = result.error === null ? "delivered" : clock() - firstAttemptAt >= schedule.giveUpAfterMs ? "given_up" : "failed";
     const progress: WebhookProgress =
       outcome === "failed"
-        ? { cursor: event.seq - 1, failures, firstAttemptAt, nextAttemptAt: clock() + schedule.delayMs(failures) }
+        ? { cursor: event.seq - 1, failures, firstAttemptAt, nextAttemptAt: Math.ceil(clock() + schedule.delayMs(failures)) }
         : { cursor: event.seq, failures: 0, firstAttemptAt: null, nextAttemptAt: null };
     const record: DeliveryAttempt = { eventSeq: event.seq, type: event.type as WebhookEventType, attempt: failures, status: result.status, at, error: result.error };
     if (!(await registry.recordDelivery(sub.id, owner, record, progress))) {
@@ -139,8 +141,11 @@ export function startWebhookWorker(deps: WebhookWorkerDeps): WebhookWorker {
         // Nothing new and nothing to retry: no lease taken, no write.
         if (sub.progress.cursor >= deps.head() && sub.progress.nextAttemptAt === null) continue;
         const run = work(sub.id)
+          .then(() => void interrupted.delete(sub.id))
           .catch((err: unknown) => {
-            if (!stop.signal.aborted) logger.warn({ err: { message: (err as Error).message }, webhookId: sub.id }, "webhook delivery interrupted; retrying");
+            if (stop.signal.aborted || interrupted.has(sub.id)) return;
+            interrupted.add(sub.id);
+            logger.warn({ err: { message: (err as Error).message }, webhookId: sub.id }, "webhook delivery interrupted; retrying");
           })
           .finally(() => running.delete(sub.id));
         running.set(sub.id, run);

@@ -94,6 +94,20 @@ describe("webhook delivery (schedule at 1/100)", () => {
     for (const secretText of [token, rolledToken, secret, secret.slice(6)]) expect(everything).not.toContain(secretText);
   });
 
+  it("delivers usage.threshold with its payload and key.banned with the record as of the ban", async () => {
+    const { receiver } = await h.subscribe(["key.banned", "usage.threshold"]);
+    const { key: _token, ...record } = await newKey(h, "busy");
+    // As the key service appends them from gateways' usage reports.
+    const at = Date.now();
+    await h.service.registry.appendEvent({ at, actor: "gateway", type: "usage.threshold", keyId: record.id, changes: { window: "day", percent: 80, used: 80, limit: 100 } });
+    await h.service.registry.appendEvent({ at, actor: "gateway", type: "key.banned", keyId: record.id, changes: { until: new Date(at + 60_000).toISOString() } });
+    await until("both arrive", () => receiver.accepted.length >= 2);
+    expect(receiver.accepted.map((m) => [m.type, m.data])).toEqual([
+      ["usage.threshold", { keyId: record.id, window: "day", percent: 80, used: 80, limit: 100 }],
+      ["key.banned", record],
+    ]);
+  });
+
   it("a receiver that fails (500), then times out, then recovers gets every event afterwards, in order, each attempt visible", async () => {
     const { id, receiver } = await h.subscribe(["key.created"]);
     receiver.mode = "fail";

@@ -12,6 +12,7 @@ import { ensureKeyPair } from "./key-pairs.ts";
 import { createKeyOperations, type KeyOperations } from "./operations/index.ts";
 import type { KeyRegistry } from "./registry/store.ts";
 import { startWebhookWorker, type WebhookWorkerDeps } from "./webhooks/worker.ts";
+import { startUsagePruning } from "./usage-history/pruning.ts";
 
 export interface KeyServiceDeps {
   /** Open and migrated (keys/registry/open.ts); the service closes it. */
@@ -64,6 +65,7 @@ export async function createKeyService(deps: KeyServiceDeps): Promise<KeyService
   });
   metrics.followWebhooks(() => webhooks.oldestPendingMs());
   const operations = createKeyOperations({ registry, keysDir: deps.keysDir, clock });
+  const stopPruning = startUsagePruning({ registry, clock, logger });
   let stopping = false;
   const readiness = async (): Promise<string[]> => {
     if (stopping) return ["shutting down"];
@@ -84,6 +86,7 @@ export async function createKeyService(deps: KeyServiceDeps): Promise<KeyService
     markStopping: () => void (stopping = true),
     async close() {
       await webhooks.close();
+      stopPruning();
       await feed.close();
       await registry.close();
     },

@@ -18,6 +18,7 @@ import { keyRoutes } from "./key-routes.ts";
 import type { KeyServiceMetrics } from "./metrics.ts";
 import { usageReader } from "./usage.ts";
 import { webhookRoutes } from "./webhook-routes.ts";
+import { usageHistoryRoutes } from "./usage-history-routes.ts";
 import { OPENAPI_PATH, opsRoutes } from "./ops-routes.ts";
 import type { Route } from "./route.ts";
 
@@ -44,7 +45,14 @@ export function createAdminApp(deps: AdminApiDeps): express.Express {
   app.use(requestContext());
   app.use(accessLog(deps));
 
-  const routes: Route[] = [...keyRoutes({ ...deps, usage: usageReader(deps) }), ...eventsRoutes(deps), ...adminTokenRoutes(deps), ...webhookRoutes(deps), ...opsRoutes(deps)];
+  const routes: Route[] = [
+    ...keyRoutes({ ...deps, usage: usageReader(deps) }),
+    ...usageHistoryRoutes(deps),
+    ...eventsRoutes(deps),
+    ...adminTokenRoutes(deps),
+    ...webhookRoutes(deps),
+    ...opsRoutes(deps),
+  ];
   const router = express.Router({ caseSensitive: true, strict: false });
   for (const route of routes) {
     const label: express.RequestHandler = (_req, res, next) => {
@@ -53,7 +61,7 @@ export function createAdminApp(deps: AdminApiDeps): express.Express {
     };
     const handlers: express.RequestHandler[] = [label];
     if (route.scopes) handlers.push(requireScope(deps.registry, ...route.scopes));
-    if (route.body) handlers.push(jsonBody(route.body));
+    if (route.body) handlers.push(jsonBody(route.body, route.bodyLimitBytes));
     router[route.method](route.path, ...handlers, route.handle);
   }
   // A known path with another method: 405 naming the allowed ones.

@@ -15,6 +15,8 @@ export interface KeyServiceMetrics {
   webhookDeliveries: Counter<"outcome">;
   /** Read at each scrape from what followWebhooks names: the oldest undelivered event's age (ms). */
   followWebhooks(oldestPendingMs: () => number): void;
+  /** POST /v1/usage/reports by outcome: applied, duplicate (a retry of one applied), rejected. */
+  usageReports: Counter<"outcome">;
 }
 
 export function createKeyServiceMetrics(opts: { defaultMetrics?: boolean } = {}): KeyServiceMetrics {
@@ -58,5 +60,10 @@ export function createKeyServiceMetrics(opts: { defaultMetrics?: boolean } = {})
     longPolls: m.gauge({ name: "keys_events_long_polls", help: "GET /v1/events long polls waiting now." }),
     webhookDeliveries,
     followWebhooks: (source) => void (oldestPendingMs = source),
+    usageReports: m.counter({
+      name: "keys_usage_reports_total",
+      help: "Gateways' usage reports by outcome: applied, duplicate (a retried report already applied: counted once), rejected (not a report, or the registry could not take it).",
+      labelNames: ["outcome"],
+    }),
   };
 }

@@ -10,6 +10,7 @@ import { ADMIN_TOKEN_COLUMNS, adminTokenOfRow, EVENT_COLUMNS, KEY_CHANGED_MEANWH
 import { RegistryConflictError, type AdminTokenRecord, type IdempotencyClaim, type IdempotentResult, type KeyFilter, type KeyRegistry, type NewEvent } from "../store.ts";
 import { DELIVERY_COLUMNS, deliveryCursorAfter, deliveryPage, WEBHOOK_COLUMNS, webhookOfRow } from "../webhook-rows.ts";
 import type { DeliveryAttempt, NewWebhook, WebhookProgress, WebhookSubscription } from "../webhooks.ts";
+import { historySql, usageBucketOfRow, type UsageBucket, type UsageGranularity, type UsageReportApplied, type UsageReportWrite } from "../usage.ts";
 import { migrateRegistrySqlite } from "./migrations.ts";
 import { CONFLICT, type WriteRequest, type WriteResult } from "./writes.ts";
 
@@ -150,6 +151,18 @@ export class SqliteKeyRegistry implements KeyRegistry {
 
   async keyEvents(keyId: string, throughSeq: number): Promise<KeyEvent[]> {
     return this.read((db) => db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE key_id = ? AND seq <= ? ORDER BY seq`).all(keyId, throughSeq)).map(keyEventOfRow);
+  }
+
+  applyUsageReport(report: UsageReportWrite): Promise<UsageReportApplied> {
+    return this.write({ op: "applyUsageReport", report }) as Promise<UsageReportApplied>;
+  }
+
+  async usageHistory(keyId: string, granularity: UsageGranularity, from: number, to: number): Promise<UsageBucket[]> {
+    return this.read((db) => db.prepare(historySql(granularity, (n) => `?${n}`)).all(keyId, from, to)).map(usageBucketOfRow);
+  }
+
+  async pruneUsage(now: number): Promise<void> {
+    await this.write({ op: "pruneUsage", now });
   }
 
   /** A cheap read of the file: fails as the reads would. */

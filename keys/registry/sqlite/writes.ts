@@ -4,6 +4,8 @@ import { withResultCode } from "../../../lib/sqlite.ts";
 import { KEY_CHANGED_MEANWHILE, KEY_COLUMNS, keyColumnValues, keyUpdateQuery } from "../rows.ts";
 import type { AdminTokenRecord, IdempotencyClaim, NewEvent } from "../store.ts";
 import { runWebhookWrite, type WebhookWriteRequest } from "./webhook-writes.ts";
+import { PRUNE_STATEMENTS, type UsageReportApplied, type UsageReportWrite } from "../usage.ts";
+import { applyUsageSteps, type UsageStepResult } from "../usage-apply.ts";
 
 /**
  * The registry's writes, each one transaction (BEGIN IMMEDIATE: the file's one writer, waiting
@@ -18,9 +20,11 @@ export type WriteRequest =
   | { op: "appendEvent"; event: NewEvent }
   | { op: "createAdminToken"; token: AdminTokenRecord; event: NewEvent }
   | { op: "revokeAdminToken"; id: string; at: number; event: NewEvent }
+  | { op: "applyUsageReport"; report: UsageReportWrite }
+  | { op: "pruneUsage"; now: number }
   | WebhookWriteRequest;
 
-export type WriteResult = KeyEvent | boolean | undefined;
+export type WriteResult = KeyEvent | UsageReportApplied | boolean | undefined;
 
 /** An error a write throws on purpose; the store turns the code into its error class. */
 export const CONFLICT = "SQLITE_CONSTRAINT";
@@ -76,6 +80,20 @@ function revokeAdminToken(db: DatabaseSync, id: string, at: number, event: NewEv
   return Number(changes) === 1 ? appendEvent(db, event) : undefined;
 }
 
+/** Runs usage-apply.ts's steps on this connection, in the caller's transaction. */
+function applyUsageReport(db: DatabaseSync, report: UsageReportWrite): UsageReportApplied {
+  const steps = applyUsageSteps(report, (n) => `?${n}`);
+  let result: UsageStepResult;
+  for (;;) {
+    const step = steps.next(result);
+    if (step.done) return step.value;
+    const s = step.value;
+    if ("run" in s) result = Number(db.prepare(s.run).run(...(s.values as SQLInputValue[])).changes);
+    else if ("get" in s) result = db.prepare(s.get).get(...(s.values as SQLInputValue[]));
+    else result = appendEvent(db, s.event);
+  }
+}
+
 function run(db: DatabaseSync, w: WriteRequest): WriteResult {
   switch (w.op) {
     case "createKey":
@@ -92,6 +110,11 @@ function run(db: DatabaseSync, w: WriteRequest): WriteResult {
       return createAdminToken(db, w.token, w.event);
     case "revokeAdminToken":
       return revokeAdminToken(db, w.id, w.at, w.event);
+    case "applyUsageReport":
+      return applyUsageReport(db, w.report);
+    case "pruneUsage":
+      for (const { sql, age } of PRUNE_STATEMENTS((n) => `?${n}`)) db.prepare(sql).run(w.now - age);
+      return undefined;
     default:
       return runWebhookWrite(db, w, (e) => appendEvent(db, e));
   }

@@ -106,14 +106,14 @@ describe.each([
     await until("the history has the four requests", async () => JSON.stringify(historyTotals(await history(key))) === JSON.stringify(ownTally));
     const usage = await recorders[1]!.fetch(`${gateways[1]!.url}/v1/me/usage`, { headers: { Authorization: `Bearer ${key}` } });
     expect(usage.status).toBe(200);
-    const body = await usage.json();
+    const body = (await usage.json()) as { granularity: string; buckets: Tally[] };
     expect(body.granularity).toBe("hour");
     expect(historyTotals(body)).toEqual(ownTally);
     const daily = await recorders[0]!.fetch(`${gateways[0]!.url}/v1/me/usage?granularity=day`, { headers: { Authorization: `Bearer ${key}` } });
-    expect((await daily.json()).granularity).toBe("day");
+    expect(((await daily.json()) as { granularity: string }).granularity).toBe("day");
     const bad = await recorders[0]!.fetch(`${gateways[0]!.url}/v1/me/usage?granularity=week`, { headers: { Authorization: `Bearer ${key}` } });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).details).toEqual([{ field: "query.granularity", message: "must be hour or day" }]);
+    expect(((await bad.json()) as { details: unknown }).details).toEqual([{ field: "query.granularity", message: "must be hour or day" }]);
     const noKey = await recorders[0]!.fetch(`${gateways[0]!.url}/v1/me`);
     expect(noKey.status).toBe(401);
     await noKey.arrayBuffer();

@@ -31,7 +31,7 @@ export interface WebhookWorkerDeps {
 export interface WebhookWorker {
   /** The age (ms) of the oldest event this replica has yet to deliver; 0 when none. */
   oldestPendingMs(): number;
-  /** Stops: an attempt in flight is abandoned unrecorded (delivered again later: at least once), leases given back. */
+  /** Stops: an attempt in flight ends (within the timeout) and is recorded, no other starts, leases are given back. */
   close(): Promise<void>;
 }
 
@@ -93,8 +93,7 @@ export function startWebhookWorker(deps: WebhookWorkerDeps): WebhookWorker {
     const p = sub.progress;
     const at = clock();
     const body = await webhookBody(registry, event);
-    const result = await sendWebhook({ url: sub.url, secret: sub.secret, id: `evt_${event.seq}`, timestampSeconds: Math.floor(at / 1000), body, timeoutMs, signal: stop.signal });
-    if (stop.signal.aborted) return false;
+    const result = await sendWebhook({ url: sub.url, secret: sub.secret, id: `evt_${event.seq}`, timestampSeconds: Math.floor(at / 1000), body, timeoutMs });
     const firstAttemptAt = p.firstAttemptAt ?? at;
     const failures = p.failures + 1;
     const outcome: DeliveryOutcome = result.error === null ? "delivered" : clock() - firstAttemptAt >= schedule.giveUpAfterMs ? "given_up" : "failed";

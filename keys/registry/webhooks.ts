@@ -70,6 +70,8 @@ export interface WebhookRegistry {
   recordDelivery(id: string, owner: string, attempt: DeliveryAttempt | null, progress: WebhookProgress): Promise<boolean>;
   /** Attempts oldest first, `cursor` from the previous page (InvalidCursorError otherwise). */
   listDeliveries(id: string, limit: number, cursor?: string): Promise<Page<DeliveryAttempt>>;
+  /** Deletes the attempts made before `before` (ms): their retention ended. */
+  pruneDeliveries(before: number): Promise<void>;
   /** The key's events up to and including `throughSeq`, in seq order (a record as of an event is their fold). */
   keyEvents(keyId: string, throughSeq: number): Promise<KeyEvent[]>;
 }

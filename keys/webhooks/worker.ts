@@ -36,6 +36,9 @@ export interface WebhookWorker {
 }
 
 const PAGE = 500;
+/** Delivery attempts are kept this long (GET /v1/webhooks/{id}/deliveries), pruned hourly. */
+export const DELIVERY_RETENTION_MS = 30 * 86_400_000;
+const PRUNE_EVERY_MS = 3_600_000;
 
 /**
  * Delivers the events table (the outbox) to every live subscription: per subscription one event at
@@ -157,6 +160,12 @@ export function startWebhookWorker(deps: WebhookWorkerDeps): WebhookWorker {
     }
   };
 
+  // Every replica prunes: deleting what another deleted already costs an index look.
+  const prune = () => void registry.pruneDeliveries(clock() - DELIVERY_RETENTION_MS).catch((err: unknown) => logger.warn({ err: { message: (err as Error).message } }, "pruning old webhook deliveries failed; retrying within the hour"));
+  prune();
+  const pruning = setInterval(prune, PRUNE_EVERY_MS);
+  pruning.unref();
+
   const loop = () => {
     timer = setTimeout(() => void tick().finally(() => !stop.signal.aborted && loop()), pollMs);
   };
@@ -170,6 +179,7 @@ export function startWebhookWorker(deps: WebhookWorkerDeps): WebhookWorker {
     async close() {
       stop.abort();
       clearTimeout(timer);
+      clearInterval(pruning);
       await Promise.all(running.values());
       await Promise.all([...leasedUntil.keys()].map((id) => registry.releaseWebhook(id, owner).catch(() => {})));
     },

@@ -143,6 +143,7 @@ export const POSTGRES_REGISTRY_MIGRATIONS: readonly Migration[] = [
         error      text
       );
       CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
+      CREATE INDEX webhook_deliveries_by_at ON webhook_deliveries (at);
       CREATE INDEX events_by_key ON events (key_id, seq);
     `,
   },

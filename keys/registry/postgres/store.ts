@@ -249,6 +249,10 @@ export class PostgresKeyRegistry implements KeyRegistry {
     return deliveryPage(await this.query(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND id > $2 ORDER BY id LIMIT $3`, [id, after, limit + 1]), limit);
   }
 
+  async pruneDeliveries(before: number): Promise<void> {
+    await this.query("DELETE FROM webhook_deliveries WHERE at < $1", [before]);
+  }
+
   async keyEvents(keyId: string, throughSeq: number): Promise<KeyEvent[]> {
     return (await this.query(`SELECT ${EVENT_COLUMNS} FROM events WHERE key_id = $1 AND seq <= $2 ORDER BY seq`, [keyId, throughSeq])).map(keyEventOfRow);
   }

@@ -145,6 +145,7 @@ export const SQLITE_REGISTRY_MIGRATIONS: readonly Migration[] = [
         error      TEXT
       ) STRICT;
       CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
+      CREATE INDEX webhook_deliveries_by_at ON webhook_deliveries (at);
       CREATE INDEX events_by_key ON events (key_id, seq);
     `,
   },

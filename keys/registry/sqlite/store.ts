@@ -149,6 +149,10 @@ export class SqliteKeyRegistry implements KeyRegistry {
     return deliveryPage(rows, limit);
   }
 
+  async pruneDeliveries(before: number): Promise<void> {
+    await this.write({ op: "pruneDeliveries", before });
+  }
+
   async keyEvents(keyId: string, throughSeq: number): Promise<KeyEvent[]> {
     return this.read((db) => db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE key_id = ? AND seq <= ? ORDER BY seq`).all(keyId, throughSeq)).map(keyEventOfRow);
   }

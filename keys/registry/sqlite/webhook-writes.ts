@@ -9,7 +9,8 @@ export type WebhookWriteRequest =
   | { op: "deleteWebhook"; id: string; at: number; event: NewEvent }
   | { op: "leaseWebhook"; id: string; owner: string; now: number; until: number }
   | { op: "releaseWebhook"; id: string; owner: string }
-  | { op: "recordDelivery"; id: string; owner: string; attempt: DeliveryAttempt | null; progress: WebhookProgress };
+  | { op: "recordDelivery"; id: string; owner: string; attempt: DeliveryAttempt | null; progress: WebhookProgress }
+  | { op: "pruneDeliveries"; before: number };
 
 export function runWebhookWrite(db: DatabaseSync, w: WebhookWriteRequest, appendEvent: (e: NewEvent) => KeyEvent): KeyEvent | boolean | undefined {
   switch (w.op) {
@@ -29,6 +30,9 @@ export function runWebhookWrite(db: DatabaseSync, w: WebhookWriteRequest, append
         .run(w.owner, w.until, w.id, w.owner, w.now);
       return Number(changes) === 1;
     }
+    case "pruneDeliveries":
+      db.prepare("DELETE FROM webhook_deliveries WHERE at < ?").run(w.before);
+      return undefined;
     case "releaseWebhook":
       db.prepare("UPDATE webhooks SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?").run(w.id, w.owner);
       return undefined;

@@ -79,6 +79,9 @@ export function webhookCases(reg: () => KeyRegistry, another: () => Promise<KeyR
     expect(second).toEqual({ items: [attempt(seq + 1, 3, 200)], nextCursor: null });
     expect(await reg().listDeliveries("wh_none", 10)).toEqual({ items: [], nextCursor: null });
     await expect(reg().listDeliveries(w.id, 2, "nope")).rejects.toBeInstanceOf(InvalidCursorError);
+    // Retention: attempts made before the bound go, later ones stay.
+    await reg().pruneDeliveries(T0 + 2);
+    expect((await reg().listDeliveries(w.id, 10)).items.map((d) => d.attempt)).toEqual([2, 3]);
   });
 
   it("a key's events up to a seq, in order, without other keys' events", async () => {

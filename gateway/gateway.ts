@@ -28,8 +28,6 @@ export interface GatewayOptions {
   limiter?: Limiter;
   /** Tests only: replaces app dependencies after wiring. */
   overrides?: Partial<AppDeps>;
-  /** Tests only: how long the key service holds a long poll of its feed (default 25 s). */
-  feedWaitSeconds?: number;
   /** Tests only: key-hours of usage waiting for the key service at most (default 10,000). */
   usageBacklogKeyHours?: number;
 }
@@ -60,9 +58,9 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     state: keys,
     publicKeys,
     logger,
-    ...(opts.feedWaitSeconds !== undefined && { waitSeconds: opts.feedWaitSeconds }),
   });
   const verifier = createKeyVerifier({ publicKeys, keys, clock });
+  metrics.probeKeyFeed(feed.following);
   const limiter =
     opts.limiter ??
     createLimiter({

@@ -2,7 +2,7 @@ import { keyChangesFilePath, planOverride, readKeyChanges, type KeyChange, type 
 import { DEFAULT_SCOPES, type KeyEvent, type KeyRecord } from "../lib/key-record.ts";
 import { limitsFor } from "../lib/plans.ts";
 import { KeysError } from "./errors.ts";
-import { changedFields, createdChanges } from "./operations/record.ts";
+import { changedFields, createdChanges, graceUntilJson } from "./operations/record.ts";
 import { readIssued, readRevoked, type IssuedKey } from "./registry.ts";
 import type { KeyRegistry, NewEvent } from "./registry/store.ts";
 
@@ -97,8 +97,7 @@ export async function importKeysDir(registry: KeyRegistry, fromDir: string, now:
     }
     if (fromFiles.generation > current.generation) {
       const graceUntil = { ...current.graceUntil, ...fromFiles.graceUntil };
-      const iso = Object.fromEntries(Object.entries(graceUntil).map(([generation, until]) => [generation, new Date(until).toISOString()]));
-      await apply({ ...current, generation: fromFiles.generation, graceUntil }, "key.rolled", { graceUntil: iso });
+      await apply({ ...current, generation: fromFiles.generation, graceUntil }, "key.rolled", { graceUntil: graceUntilJson(graceUntil) });
     }
     if (fromFiles.revokedAt !== null && current.revokedAt === null) await apply({ ...current, revokedAt: fromFiles.revokedAt }, "key.revoked");
     if (current === existing) result.unchanged++;

@@ -4,12 +4,14 @@
  * of public keys, the KEYS_DIR layout, and the revocation list file.
  *
  * KEYS_DIR:
- *   public/<kid>.pem    EC P-256 public keys; gateways accept keys signed by any of them
+ *   public/<kid>.pem    EC P-256 public keys (the key service serves them as its JWKS to gateways)
  *   private/<kid>.pem   private keys (mode 0600, directory 0700; never on gateways)
  *   private/active      the kid that signs new keys
- *   issued.jsonl        one line per issued key, never the token (keys tooling only)
+ *   issued.jsonl        one line per issued key, never the token
  *   revoked.json        revoked key ids with their expiry (REVOKED_FILE below)
  *   key-changes.json    plan overrides and rolls since issue (lib/key-changes.ts)
+ * The last three are the record of the file era, before the key registry (keys/registry/): the
+ * command line no longer writes them, `keys import` reads them.
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
@@ -182,7 +184,7 @@ export function loadPublicKeys(keysDir: string): Map<string, KeyObject> {
   return keys;
 }
 
-/** KEYS_DIR/revoked.json, written by `keys revoke`, polled by gateways. */
+/** KEYS_DIR/revoked.json of the file era, read by `keys import` (gateways follow the key service). */
 const revokedFileSchema = z.object({
   revoked: z.record(
     z.string(),

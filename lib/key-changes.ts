@@ -1,7 +1,7 @@
 /**
  * KEYS_DIR/key-changes.json: what the operator changed about issued keys since they were issued,
- * shared by the keys tooling (which writes it) and the gateway (which polls it). It is the truth
- * about plans and rolls; Redis carries a copy to every replica fast (lib/redis-keys.ts `rec`).
+ * as the keys tooling wrote it before the key registry (keys/registry/); `keys import` reads it
+ * into the registry (gateways follow the key service, never this file).
  *
  *   { "keys": { "<keyId>": {
  *       "plan": "business", "perMinute": 1000, "perDay": 100000,   // set-plan: the plan in force
@@ -14,7 +14,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { readOptionalFile } from "./optional-file.ts";
-import { PLAN_NAMES, type ApiKey, type PlanName } from "./api-key-format.ts";
+import { PLAN_NAMES, type PlanName } from "./api-key-format.ts";
 
 const positiveInt = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 
@@ -57,14 +57,4 @@ export interface PlanOverride {
 export function planOverride(change: KeyChange | undefined): PlanOverride | undefined {
   if (!change?.plan || change.perMinute === undefined || change.perDay === undefined) return undefined;
   return { plan: change.plan, perMinute: change.perMinute, perDay: change.perDay };
-}
-
-/**
- * Whether a key of `generation` was replaced by a roll whose grace period is over at `nowSeconds`:
- * an older generation works only while its grace lasts.
- */
-export function isRolledAway(change: KeyChange | undefined, generation: ApiKey["generation"], nowSeconds: number): boolean {
-  if (change?.generation === undefined || generation >= change.generation) return false;
-  const until = change.graceUntil?.[String(generation)];
-  return until === undefined || nowSeconds >= until;
 }

@@ -2,8 +2,8 @@
  * Versioned schema migrations, shared by both stores. Each store lists its migrations (versions
  * 1, 2, … in order, never edited once released) and applies the missing ones at open, inside one
  * transaction that holds the database's lock (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory
- * lock), so replicas starting together end with one schema. The table `schema_migrations`
- * records each applied version.
+ * lock), so replicas starting together end with one schema. A versions table per schema
+ * (`schema_migrations` for pets, `key_registry_migrations` for keys) records each applied version.
  */
 export interface Migration {
   version: number;
@@ -46,4 +46,7 @@ export function pendingMigrations(all: readonly Migration[], current: number): M
   return all.slice(current);
 }
 
+/** The pet store's versions table (its name predates the key registry, which has its own). */
 export const SCHEMA_MIGRATIONS_TABLE = "schema_migrations";
+/** The key registry's versions table: KEYS_DB may be the same PostgreSQL database as PETS_DB. */
+export const REGISTRY_MIGRATIONS_TABLE = "key_registry_migrations";

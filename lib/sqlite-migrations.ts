@@ -7,23 +7,29 @@ import { withResultCode } from "./sqlite.ts";
  * second process opening the file waits for it). `isBaseline` is asked, for a file without
  * `schema_migrations`, whether its tables were made before versioned migrations (then version 1,
  * written to change nothing on such a file, is recorded as its baseline); it may throw to refuse
- * tables that are not ours. Throws when the file is newer than the code.
+ * tables that are not ours. `table` records the versions (one per schema sharing a database).
+ * Throws when the file is newer than the code.
  */
-export function migrateSqliteSchema(db: DatabaseSync, migrations: readonly Migration[], isBaseline: (tables: ReadonlySet<unknown>) => boolean = () => false): SchemaReport {
+export function migrateSqliteSchema(
+  db: DatabaseSync,
+  migrations: readonly Migration[],
+  isBaseline: (tables: ReadonlySet<unknown>) => boolean = () => false,
+  table: string = SCHEMA_MIGRATIONS_TABLE,
+): SchemaReport {
   try {
     db.exec("BEGIN IMMEDIATE");
     const tables = new Set(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all().map((t) => t.name));
-    const baselined = !tables.has(SCHEMA_MIGRATIONS_TABLE) && isBaseline(tables);
+    const baselined = !tables.has(table) && isBaseline(tables);
     db.exec(
-      `CREATE TABLE IF NOT EXISTS ${SCHEMA_MIGRATIONS_TABLE} (
+      `CREATE TABLE IF NOT EXISTS ${table} (
          version    INTEGER PRIMARY KEY,
          name       TEXT    NOT NULL,
          applied_at TEXT    NOT NULL,
          baseline   INTEGER NOT NULL DEFAULT 0
        ) STRICT;`,
     );
-    const current = Number(db.prepare(`SELECT max(version) AS version FROM ${SCHEMA_MIGRATIONS_TABLE}`).get()?.version ?? 0);
-    const record = db.prepare(`INSERT INTO ${SCHEMA_MIGRATIONS_TABLE} (version, name, applied_at, baseline) VALUES (?, ?, ?, ?)`);
+    const current = Number(db.prepare(`SELECT max(version) AS version FROM ${table}`).get()?.version ?? 0);
+    const record = db.prepare(`INSERT INTO ${table} (version, name, applied_at, baseline) VALUES (?, ?, ?, ?)`);
     const applied = pendingMigrations(migrations, current).map((migration) => {
       db.exec(migration.sql);
       record.run(migration.version, migration.name, new Date().toISOString(), baselined && migration.version === 1 ? 1 : 0);

@@ -53,7 +53,8 @@ if (await waitForReady("the key service", keysUrl)) {
   if (wired && !stopping) {
     children.push(
       start("pet-service", "pet-service/main.ts"),
-      start("gateway", "gateway/main.ts", { KEYS_URL: keysUrl, KEYS_SERVICE_TOKEN: wired.serviceToken }),
+      // Without Redis the gateway's counts live in its memory: it publishes them to KEYS_DIR/usage.json for `keys usage`.
+      start("gateway", "gateway/main.ts", { KEYS_URL: keysUrl, KEYS_SERVICE_TOKEN: wired.serviceToken, ...(!env.REDIS_URL && { KEYS_DIR: env.KEYS_DIR || defaultKeysDir() }) }),
     );
     if (await waitForReady("the gateway", `http://127.0.0.1:${gatewayPort}`)) printBanner(wired.demo);
   }

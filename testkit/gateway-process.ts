@@ -5,7 +5,7 @@ import { afterAll, beforeAll } from "vitest";
 import { createTestKeys, keyStateLoaded, type TestKeys } from "./gateway.ts";
 import { freePort } from "./net.ts";
 import { startPetService, type RunningPetService } from "./pet-service.ts";
-import { exitWithin, launchNode, type Ended } from "./process.ts";
+import { exitWithin, launchNode, untilListening, type Ended } from "./process.ts";
 import { until } from "./until.ts";
 
 /** The real gateway process (`node gateway/main.ts`), as operators run it. */
@@ -23,23 +23,10 @@ export interface GatewayProcess {
  */
 export async function spawnGateway(env: Record<string, string>, opts: { stdout?: number; cold?: boolean } = {}): Promise<GatewayProcess> {
   const port = await freePort();
-  const { child, output, exited } = launchNode("gateway/main.ts", { GATEWAY_HOST: "127.0.0.1", GATEWAY_PORT: String(port), ...env }, [], opts);
+  const launched = launchNode("gateway/main.ts", { GATEWAY_HOST: "127.0.0.1", GATEWAY_PORT: String(port), ...env }, [], opts);
+  const { child, output, exited } = launched;
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`gateway exited at start: ${output()}`);
-    try {
-      // A process that hangs keeps a connection it accepted unanswered.
-      await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
-      break;
-    } catch {
-      if (Date.now() > deadline) {
-        child.kill("SIGKILL");
-        throw new Error(`gateway did not listen: ${output()}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await untilListening(launched, url, "gateway");
   if (!opts.cold) await until("the gateway loaded the key service's state", () => keyStateLoaded(url));
   return { url, child, output, exited: exited.then((e) => e.code) };
 }

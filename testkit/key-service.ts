@@ -12,7 +12,7 @@ import { openRegistry } from "../keys/registry/open.ts";
 import type { KeyRegistry } from "../keys/registry/store.ts";
 import { createKeyService, createKeyServiceServer, type KeyService, type KeyServiceDeps } from "../keys/service.ts";
 import { freePort } from "./net.ts";
-import { launchNode } from "./process.ts";
+import { launchNode, untilListening } from "./process.ts";
 
 export interface StartKeyServiceOptions {
   /** KEYS_DB: a SQLite path or postgres:// URL; default: a SQLite file in a fresh temp folder. */
@@ -116,22 +116,10 @@ export interface KeyServiceProcess {
  */
 export async function spawnKeyService(env: Record<string, string>): Promise<KeyServiceProcess> {
   const port = env.KEYS_PORT ? Number(env.KEYS_PORT) : await freePort();
-  const { child, output, exited } = launchNode("keys/main.ts", { KEYS_HOST: "127.0.0.1", KEYS_PORT: String(port), ...env });
+  const launched = launchNode("keys/main.ts", { KEYS_HOST: "127.0.0.1", KEYS_PORT: String(port), ...env });
+  const { child, output, exited } = launched;
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`key service exited at start: ${output()}`);
-    try {
-      await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
-      break;
-    } catch {
-      if (Date.now() > deadline) {
-        child.kill("SIGKILL");
-        throw new Error(`key service did not listen: ${output()}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await untilListening(launched, url, "key service");
   return { url, child, output, exited: exited.then((e) => e.code) };
 }
 

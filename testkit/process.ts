@@ -41,6 +41,28 @@ export function launchNode(entry: string, env: Record<string, string>, args: str
   return { child, output: () => all, exited };
 }
 
+/**
+ * Resolves once `launched` answers `url`/healthz (a process that hangs keeps a connection it
+ * accepted unanswered: each try gives up after 2 s); rejects with its output if it exits first or
+ * does not listen within 20 s (then it is killed). `what` names it in the error.
+ */
+export async function untilListening(launched: Launched, url: string, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (launched.child.exitCode !== null) throw new Error(`${what} exited at start: ${launched.output()}`);
+    try {
+      await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
+      return;
+    } catch {
+      if (Date.now() > deadline) {
+        launched.child.kill("SIGKILL");
+        throw new Error(`${what} did not listen: ${launched.output()}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
 /** How a child process ended: its exit code, or the signal that ended it. */
 export interface Ended {
   code: number | null;

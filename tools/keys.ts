@@ -3,21 +3,20 @@
  * errors are one line on stderr. `issue` prints the key alone on stdout (use `npm run -s` so
  * npm's own banner stays out of it).
  */
-import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import { PLAN_NAMES, type PlanName } from "../lib/api-key-format.ts";
 import { failOnOutputError } from "../lib/cli-output.ts";
 import { ConfigError } from "../lib/config.ts";
 import { keyState, type KeyRecord } from "../lib/key-record.ts";
 import { legacyKeysDirNotice } from "../lib/keys-dir.ts";
 import { withoutPasswords } from "../lib/redact-url.ts";
 import { StorageUnavailableError } from "../lib/storage-faults.ts";
+import { cliError, parse, plan, positiveInt } from "../keys/cli-args.ts";
 import { loadKeysConfig, type KeysConfig } from "../keys/config.ts";
 import { parseDuration } from "../keys/duration.ts";
 import { KeysError, UsageError } from "../keys/errors.ts";
 import { importKeysDir } from "../keys/import.ts";
 import { ensureKeyPair, listKeyPairs, retireKeyPair, rotateKeyPair } from "../keys/key-pairs.ts";
 import { formatKeyTable, formatTable, listKeys } from "../keys/list.ts";
-import { createKeyOperations, KeyConflictError, KeyNotFoundError, KeyValidationError, type KeyOperations, type KeyPatch } from "../keys/operations/index.ts";
+import { createKeyOperations, type KeyOperations, type KeyPatch } from "../keys/operations/index.ts";
 import { publishKeyRecord, withRedis } from "../keys/redis.ts";
 import { openRegistry } from "../keys/registry/open.ts";
 import type { KeyRegistry } from "../keys/registry/store.ts";
@@ -58,37 +57,6 @@ const ACTOR = "cli";
 
 const out = (text: string) => process.stdout.write(text);
 const note = (text: string) => process.stderr.write(`${text}\n`);
-
-/** Parses one command's arguments; anything unexpected is a UsageError. */
-function parse(args: string[], options: ParseArgsOptionsConfig, positionals: string[]) {
-  let parsed;
-  // No option of this CLI is a single-dash one, so "-W3x…" is an argument: a kid (a JWK
-  // thumbprint in base64url) may start with "-".
-  const dashed = args.filter((a) => /^-[^-]/.test(a));
-  try {
-    parsed = parseArgs({ args: [...args.filter((a) => !dashed.includes(a)), "--", ...dashed], options, allowPositionals: true, strict: true });
-  } catch (err) {
-    throw new UsageError((err as Error).message.split(". To specify")[0]!);
-  }
-  if (parsed.positionals.length !== positionals.length) {
-    const expected = positionals.length ? positionals.join(" ") : "no arguments";
-    throw new UsageError(`expected ${expected}; got ${JSON.stringify(parsed.positionals.join(" "))}`);
-  }
-  return { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
-}
-
-function positiveInt(flag: string, text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  if (!/^[1-9][0-9]{0,14}$/.test(text)) throw new UsageError(`${flag} must be a positive integer; got ${JSON.stringify(text)}`);
-  return Number(text);
-}
-
-function plan(text: string | undefined): PlanName {
-  if (!(PLAN_NAMES as readonly (string | undefined)[]).includes(text)) {
-    throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(", ")}; got ${JSON.stringify(text ?? null)}`);
-  }
-  return text as PlanName;
-}
 
 /** What a command may use: the config, and the registry and operations on it, opened on first use. */
 interface Context {
@@ -264,24 +232,6 @@ const commands: Record<string, (args: string[], ctx: Context) => void | Promise<
     }
   },
 };
-
-/** The command line's flag for each field the operations name. */
-const FLAGS: Readonly<Record<string, string>> = {
-  plan: "--plan",
-  perMinute: "--per-minute",
-  perDay: "--per-day",
-  expiresAt: "--expires-in",
-  name: "--name",
-  graceSeconds: "--grace",
-};
-
-/** An error the operations or the registry threw, as the command line reports it. */
-function cliError(err: unknown): unknown {
-  if (err instanceof KeyValidationError) return new UsageError(err.details.map((d) => `${FLAGS[d.field] ?? d.field} ${d.message}`).join("; "));
-  if (err instanceof KeyNotFoundError || err instanceof KeyConflictError) return new KeysError(err.message);
-  if (err instanceof StorageUnavailableError) return new KeysError(`the key registry (KEYS_DB) cannot be used now (${err.fault}); try again`);
-  return err;
-}
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;

@@ -19,21 +19,21 @@ export interface KeyServiceFeedOptions {
   state: KeyState;
   publicKeys: PublicKeySet;
   logger: Logger;
-  /** Seconds a long poll is held by the key service (default 25). */
-  waitSeconds?: number;
-  /** How often the JWKS is fetched again besides unknown kids (default 60 s). */
-  jwksRefreshMs?: number;
 }
 
 export interface KeyServiceFeed {
   /** Why requests cannot be decided yet (readiness), undefined once loaded. */
   notReady(): string | undefined;
-  /** The seq of the last event applied. */
-  seq(): number;
+  /** Whether the key service answered the feed's last request (loaded and following). */
+  following(): boolean;
   close(): void;
 }
 
 const PAGE = 1000;
+/** Seconds the key service holds a long poll when nothing new comes. */
+const WAIT_SECONDS = 25;
+/** How often the JWKS is fetched again besides when an event names an unknown kid. */
+const JWKS_REFRESH_MS = 60_000;
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 2_000;
 /** Before the first load every /v1 request gets 503: retry sooner, to serve soon after the key service answers. */
@@ -49,13 +49,15 @@ class FeedHttpError extends Error {
 
 export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
   const base = opts.url.replace(/\/+$/, "");
-  const wait = opts.waitSeconds ?? 25;
   const headers: Record<string, string> = { Accept: "application/json" };
   if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
   const stop = new AbortController();
   let after = 0;
-  let lastError: string | undefined = "not answered yet";
+  /** Why the last attempt failed; undefined while the key service answers. */
+  let lastError: string | undefined;
   let jwksAt = 0;
+  /** A kid the JWKS held did not name showed up in an event (or none was fetched yet): fetch before going on. */
+  let jwksDue = true;
   let loggedRefusal = false;
 
   const getJson = async (path: string, what: string, timeoutMs: number): Promise<unknown> => {
@@ -67,24 +69,25 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
     return res.json();
   };
 
-  const fetchJwks = async () => {
+  const refreshJwks = async () => {
+    if (!jwksDue && Date.now() - jwksAt < JWKS_REFRESH_MS) return;
     opts.publicKeys.replace(await getJson("/.well-known/jwks.json", "JWKS", 10_000));
     jwksAt = Date.now();
+    jwksDue = false;
   };
 
   /** One page of events after `after`, applied; whether the head was reached. */
   const readPage = async (waitSeconds: number): Promise<boolean> => {
     const page = (await getJson(`/v1/events?after=${after}&limit=${PAGE}&wait=${waitSeconds}`, "events", (waitSeconds + 10) * 1000)) as Page<KeyEventJson>;
     if (!Array.isArray(page?.items)) throw new Error("events: not a page of events");
-    let unknownKid = false;
     for (const event of page.items) {
       opts.state.apply(event);
       after = event.seq;
+      // A key signed by a pair the gateway has not seen yet: fetch the JWKS before its requests arrive.
       const kid = event.changes?.kid;
-      if (typeof kid === "string" && !opts.publicKeys.has(kid)) unknownKid = true;
+      if (typeof kid === "string" && !opts.publicKeys.has(kid)) jwksDue = true;
     }
-    // A key signed by a pair the gateway has not seen yet: fetch the JWKS before its requests arrive.
-    if (unknownKid || Date.now() - jwksAt >= (opts.jwksRefreshMs ?? 60_000)) await fetchJwks();
+    await refreshJwks();
     return page.nextCursor === null;
   };
 
@@ -92,14 +95,14 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
     let backoff = BACKOFF_MIN_MS;
     while (!stop.signal.aborted) {
       try {
-        if (jwksAt === 0) await fetchJwks();
+        await refreshJwks();
         if (!opts.state.loaded()) {
           while (!(await readPage(0)));
           opts.state.markLoaded();
           lastError = undefined;
           opts.logger.info({ keys: opts.state.size(), seq: after }, "key state loaded from the key service");
         } else {
-          await readPage(wait);
+          await readPage(WAIT_SECONDS);
         }
         backoff = BACKOFF_MIN_MS;
         if (lastError !== undefined) opts.logger.info({ seq: after }, "key service answering again");
@@ -123,8 +126,8 @@ export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
   void run();
 
   return {
+    following: () => opts.state.loaded() && lastError === undefined,
     notReady: () => (opts.state.loaded() ? undefined : `key state not loaded from the key service at ${base} (${lastError ?? "loading"})`),
-    seq: () => after,
     close: () => stop.abort(),
   };
 }

@@ -75,7 +75,7 @@ const isLimits = (value: unknown): value is PlanLimits =>
 const strings = (value: unknown): string[] | undefined => (Array.isArray(value) && value.every((v) => typeof v === "string") ? value : undefined);
 
 /** The entry after an event's `changes` (KeyEvent's doc: the record's wire fields that changed). */
-export function changedEntry(entry: KeyEntry, changes: Record<string, unknown>): KeyEntry {
+function changedEntry(entry: KeyEntry, changes: Record<string, unknown>): KeyEntry {
   const next: { -readonly [K in keyof KeyEntry]: KeyEntry[K] } = { ...entry };
   if (typeof changes.name === "string") next.name = changes.name;
   if (isPlan(changes.plan)) next.plan = changes.plan;

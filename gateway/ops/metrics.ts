@@ -25,6 +25,10 @@ export interface GatewayMetrics {
   followUsageBacklog(backlog: () => number): void;
   /** Requests whose usage was dropped: past the backlog's bound, or in a report the key service refused. */
   usageDropped: Counter;
+  /** 1 while the key service answers this gateway's change feed, else 0 (read at each scrape). */
+  keyServiceFollowed: Gauge;
+  /** Sets what keyServiceFollowed reads (createGateway: the feed). */
+  probeKeyFeed(following: () => boolean): void;
 }
 
 /** Finer around the values REDIS_COMMAND_TIMEOUT_MS is chosen among. */
@@ -42,6 +46,7 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
   const m = createMetricsRegistry(opts);
   let probe: (() => Promise<boolean>) | undefined;
   let backlog = () => 0;
+  let following: (() => boolean) | undefined;
   return {
     registry: m.registry,
     httpRequests: m.counter({
@@ -116,5 +121,17 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
       name: "gateway_usage_dropped_total",
       help: "Requests left out of the usage history: counted past the backlog's bound during a key-service outage, or in a report the key service refused.",
     }),
+    // An outage of the key service leaves the gateway ready (it serves from its last key state):
+    // this says so, for an alert while changes (revocations) are not reaching it.
+    keyServiceFollowed: m.gauge({
+      name: "gateway_key_service_following",
+      help: "1 while this gateway's change feed gets answers from the key service (KEYS_URL), else 0: it then serves from its last key state.",
+      collect() {
+        if (following) this.set(following() ? 1 : 0);
+      },
+    }),
+    probeKeyFeed(fn) {
+      following = fn;
+    },
   };
 }

@@ -5,7 +5,7 @@ import type { PlanName } from "../../lib/api-key-format.ts";
 import { signKey } from "../issue.ts";
 import { RegistryConflictError, type IdempotentResult, type KeyRegistry, type NewEvent } from "../registry/store.ts";
 import { IdempotencyKeyReusedError, KeyConflictError, KeyNotFoundError, KeyValidationError } from "./errors.ts";
-import { changedFields, createdChanges, newKeyRecord, patchedRecord, type CreateKeyInput, type KeyPatch } from "./record.ts";
+import { changedFields, createdChanges, graceUntilJson, newKeyRecord, patchedRecord, type CreateKeyInput, type KeyPatch } from "./record.ts";
 
 export { IdempotencyKeyReusedError, KeyConflictError, KeyNotFoundError, KeyValidationError, type FieldProblem } from "./errors.ts";
 export type { CreateKeyInput, KeyPatch } from "./record.ts";
@@ -177,8 +177,7 @@ export function createKeyOperations({ registry, keysDir, clock }: KeyOperationsD
         const rolled: KeyRecord = { ...current, generation: current.generation + 1, graceUntil };
         const { token, kid } = sign(rolled, now);
         rolled.kid = kid;
-        const isoGrace = Object.fromEntries(Object.entries(graceUntil).map(([generation, until]) => [generation, new Date(until).toISOString()]));
-        await registry.updateKey(rolled, event(now, actor, "key.rolled", id, { ...changedFields(current, rolled), graceUntil: isoGrace }), current);
+        await registry.updateKey(rolled, event(now, actor, "key.rolled", id, { ...changedFields(current, rolled), graceUntil: graceUntilJson(graceUntil) }), current);
         return { record: rolled, token };
       });
     },

@@ -132,10 +132,17 @@ export function patchedRecord(current: KeyRecord, patch: KeyPatch, now: number):
 /** The wire fields an event reports when they change (lib/key-record.ts KeyEvent). */
 const CHANGE_FIELDS = ["name", "ownerId", "metadata", "plan", "limits", "scopes", "allowedCidrs", "expiresAt", "revokedAt", "generation"] as const;
 
-/** key.created's changes: every wire field but lastUsedAt, and the signing pair. */
+/** Older generations' grace ends as events carry them: {generation: ISO time}. */
+export const graceUntilJson = (graceUntil: KeyRecord["graceUntil"]): Record<string, string> =>
+  Object.fromEntries(Object.entries(graceUntil).map(([generation, until]) => [generation, new Date(until).toISOString()]));
+
+/**
+ * key.created's changes: every wire field but lastUsedAt, and the signing pair; and the grace
+ * ends of an imported key rolled before, so its older tokens keep working on every gateway.
+ */
 export function createdChanges(r: KeyRecord): Record<string, unknown> {
   const { lastUsedAt: _never, ...fields } = keyRecordJson(r);
-  return { ...fields, kid: r.kid };
+  return { ...fields, kid: r.kid, ...(Object.keys(r.graceUntil).length > 0 && { graceUntil: graceUntilJson(r.graceUntil) }) };
 }
 
 /** The wire fields that differ between `before` and `after`, with their new values; `kid` when it changed. */

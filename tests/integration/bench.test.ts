@@ -40,6 +40,8 @@ it("runs `npm run bench -- --smoke` to the end, prints the table with every scen
   expect(stdout).toContain("| Scenario | req/s (median) | p50 ms | p99 ms | vs (b) |");
   for (const row of [
     "| (a) full path: GET /v1/pets?limit=20",
+    // Issue 39: a key with scopes and allowed networks, in the same rounds.
+    "| (a) full path with a key that has scopes",
     "| (b) bare Express: GET /v1/pets, the same bytes",
     "| (c) auth + limiter only: GET /v1/bench-noop",
     "| (d) POST /v1/pets",
@@ -56,7 +58,8 @@ it("runs `npm run bench -- --smoke` to the end, prints the table with every scen
     expect(stdout).toContain(row);
   }
   expect(stdout).toMatch(/at one offered rate, tracing on, 1 % sampled \(a-otel1\) ≤ \+15 µs over tracing disabled \(a-notrace\): [+-][\d,.]+ µs/);
-  expect(stdout).toMatch(/Round trips per request \(MONITOR, \d+ sequential requests each\): 1\.00 \(a\), 1\.00 \(c\), 1\.00 \(d\)/);
+  expect(stdout).toMatch(/Round trips per request \(MONITOR, \d+ sequential requests each\): 1\.00 \(a\), 1\.00 \(a-scoped\), 1\.00 \(c\), 1\.00 \(d\)/);
+  expect(stdout).toMatch(/reported: \(a-scoped\), a key with scopes and allowed networks, over \(a\): [+-][\d,.]+ µs/);
   expect(stdout).toMatch(/Limiter memory per key at 100,000\/day: [\d,]+ bytes/);
 }, 150_000);
 

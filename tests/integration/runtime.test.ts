@@ -51,7 +51,7 @@ describe("the runtime", { timeout: 90_000 }, () => {
     expect(readFileSync(path.join(ROOT, ".nvmrc"), "utf8").trim()).toBe("26");
   });
 
-  it("runs npm start, the gateway and the pet service (its writer thread too) on it, and npm start prints it", async () => {
+  it("runs npm start, the key service, the gateway and the pet service (their writer threads too) on it, and npm start prints it", async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), "petstore-runtime-"));
     dirs.push(dir);
     const machineNode = execFileSync("node", ["--version"], { env: userEnv({ NODE_OPTIONS: "" }), encoding: "utf8" }).trim();
@@ -63,6 +63,8 @@ describe("the runtime", { timeout: 90_000 }, () => {
         METRICS_PORT: String(await freePort()),
         PETS_DB: path.join(dir, "pets.sqlite"),
         KEYS_DIR: path.join(dir, "keys"),
+        KEYS_DB: path.join(dir, "keys.sqlite"),
+        KEYS_PORT: String(await freePort()),
         LOG_LEVEL: "warn",
       }),
       stdio: ["ignore", "pipe", "pipe"],
@@ -80,6 +82,9 @@ describe("the runtime", { timeout: 90_000 }, () => {
       expect(/Node: +(v\S+)/.exec(stdout)?.[1]).toBe(pinned);
       expect(runtimes(stderr), `the machine's node is ${machineNode}`).toEqual({
         [path.join("scripts", "start.ts")]: pinned,
+        [path.join("keys", "main.ts")]: pinned,
+        // The key registry's SQLite writer thread.
+        [path.join("keys", "registry", "sqlite", "writer-worker.ts")]: pinned,
         [path.join("gateway", "main.ts")]: pinned,
         [path.join("pet-service", "main.ts")]: pinned,
         // The SQLite writer's thread, with its own module entry.

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { Migration, SchemaReport } from "../../../lib/migrations.ts";
+import { REGISTRY_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "../../../lib/migrations.ts";
 import { migratePostgresSchema } from "../../../lib/postgres-migrations.ts";
 
 /**
@@ -9,7 +9,8 @@ import { migratePostgresSchema } from "../../../lib/postgres-migrations.ts";
  * writing transaction increments it, which takes its row lock until COMMIT, so writers on any
  * replica are serialised and events get seqs without gaps and become visible in seq order.
  * Version 2: the usage history's tables, as SQLite's; version 3: the webhooks' tables, as SQLite's.
- * KEYS_DB must be a database of its own (its `schema_migrations` is the registry's).
+ * KEYS_DB may share a database with PETS_DB: no table names collide, and the versions live in
+ * `key_registry_migrations`.
  */
 export const POSTGRES_REGISTRY_MIGRATIONS: readonly Migration[] = [
   {
@@ -153,4 +154,4 @@ export const POSTGRES_REGISTRY_MIGRATIONS: readonly Migration[] = [
 const MIGRATION_LOCK = 0x6b657973;
 
 export const migrateRegistryPostgres = (pool: pg.Pool, migrations = POSTGRES_REGISTRY_MIGRATIONS): Promise<SchemaReport> =>
-  migratePostgresSchema(pool, migrations, MIGRATION_LOCK);
+  migratePostgresSchema(pool, migrations, MIGRATION_LOCK, REGISTRY_MIGRATIONS_TABLE);

@@ -2,6 +2,7 @@ import pg from "pg";
 import type { KeyEvent, KeyRecord, Page } from "../../../lib/key-record.ts";
 import type { SchemaReport } from "../../../lib/migrations.ts";
 import { asStoreError } from "../../../lib/postgres-faults.ts";
+import { postgresPoolSettings } from "../../../lib/postgres-pool.ts";
 import {
   ADMIN_TOKEN_COLUMNS,
   adminTokenOfRow,
@@ -22,19 +23,7 @@ import { historySql, PRUNE_STATEMENTS, usageBucketOfRow, type UsageBucket, type 
 import { applyUsageSteps, type UsageStepResult } from "../usage-apply.ts";
 import { migrateRegistryPostgres } from "./migrations.ts";
 
-/**
- * Connections as the pet store's (pet-service/store/postgres/store.ts): fail fast when the
- * database cannot be reached, a lock waited for at most 3 s (then `busy`), a statement at most 5 s.
- */
-const POOL_SETTINGS = {
-  connectionTimeoutMillis: 2_000,
-  idleTimeoutMillis: 30_000,
-  lock_timeout: 3_000,
-  statement_timeout: 5_000,
-  query_timeout: 6_000,
-  keepAlive: true,
-  application_name: "key-service",
-} as const satisfies pg.PoolConfig;
+const POOL_SETTINGS = postgresPoolSettings("key-service");
 
 export const DEFAULT_REGISTRY_POOL_SIZE = 5;
 

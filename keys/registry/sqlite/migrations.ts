@@ -1,5 +1,5 @@
 import type { DatabaseSync } from "node:sqlite";
-import type { Migration, SchemaReport } from "../../../lib/migrations.ts";
+import { REGISTRY_MIGRATIONS_TABLE, type Migration, type SchemaReport } from "../../../lib/migrations.ts";
 import { migrateSqliteSchema } from "../../../lib/sqlite-migrations.ts";
 
 /**
@@ -152,4 +152,5 @@ export const SQLITE_REGISTRY_MIGRATIONS: readonly Migration[] = [
 ];
 
 /** Brings the file to the latest version (lib/sqlite-migrations.ts); throws when it is newer than the code. */
-export const migrateRegistrySqlite = (db: DatabaseSync, migrations = SQLITE_REGISTRY_MIGRATIONS): SchemaReport => migrateSqliteSchema(db, migrations);
+export const migrateRegistrySqlite = (db: DatabaseSync, migrations = SQLITE_REGISTRY_MIGRATIONS): SchemaReport =>
+  migrateSqliteSchema(db, migrations, undefined, REGISTRY_MIGRATIONS_TABLE);

@@ -1,8 +1,8 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import type { DatabaseSync } from "node:sqlite";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { KeyEvent, KeyRecord, Page } from "../../../lib/key-record.ts";
-import type { SchemaReport } from "../../../lib/migrations.ts";
+import { REGISTRY_MIGRATIONS_TABLE, type SchemaReport } from "../../../lib/migrations.ts";
 import { openDurableWriter } from "../../../lib/sqlite.ts";
 import { toStorageError } from "../../../lib/sqlite-faults.ts";
 import { WorkerCalls } from "../../../lib/worker-calls.ts";
@@ -28,6 +28,8 @@ export class SqliteKeyRegistry implements KeyRegistry {
   private readonly dir: string;
   private readonly reader: DatabaseSync;
   private readonly writer: WorkerCalls<WriteRequest | null, WriteResult>;
+  /** The reads' statements by SQL text: a handful (the list's filters make a few more). */
+  private readonly statements = new Map<string, StatementSync>();
   readonly schema: SchemaReport;
 
   private constructor(dir: string, reader: DatabaseSync, writer: WorkerCalls<WriteRequest | null, WriteResult>, schema: SchemaReport) {
@@ -65,13 +67,13 @@ export class SqliteKeyRegistry implements KeyRegistry {
   }
 
   async getKey(id: string): Promise<KeyRecord | undefined> {
-    const row = this.read((db) => db.prepare(`SELECT ${KEY_COLUMNS.join(", ")} FROM keys WHERE id = ?`).get(id));
+    const row = this.read((prepare) => prepare(`SELECT ${KEY_COLUMNS.join(", ")} FROM keys WHERE id = ?`).get(id));
     return row && keyRecordOfRow(row);
   }
 
   async listKeys(filter: KeyFilter, limit: number, cursor?: string): Promise<Page<KeyRecord>> {
     const { sql, values } = keyPageQuery(filter, limit, cursor, () => "?");
-    return keyPage(this.read((db) => db.prepare(sql).all(...(values as (string | number)[]))), limit);
+    return keyPage(this.read((prepare) => prepare(sql).all(...(values as (string | number)[]))), limit);
   }
 
   async touchLastUsed(id: string, at: number): Promise<void> {
@@ -79,18 +81,18 @@ export class SqliteKeyRegistry implements KeyRegistry {
   }
 
   async findIdempotent(tokenId: string, key: string, now: number): Promise<IdempotentResult | undefined> {
-    const row = this.read((db) =>
-      db.prepare("SELECT request_hash, status, body FROM idempotency WHERE token_id = ? AND key = ? AND expires_at > ?").get(tokenId, key, now),
+    const row = this.read((prepare) =>
+      prepare("SELECT request_hash, status, body FROM idempotency WHERE token_id = ? AND key = ? AND expires_at > ?").get(tokenId, key, now),
     );
     return row && { requestHash: row.request_hash as string, status: Number(row.status), body: row.body as string };
   }
 
   async events(after: number, limit: number): Promise<KeyEvent[]> {
-    return this.read((db) => db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?`).all(after, limit)).map(keyEventOfRow);
+    return this.read((prepare) => prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?`).all(after, limit)).map(keyEventOfRow);
   }
 
   async lastSeq(): Promise<number> {
-    return Number(this.read((db) => db.prepare("SELECT coalesce(max(seq), 0) AS seq FROM events").get())!.seq);
+    return Number(this.read((prepare) => prepare("SELECT coalesce(max(seq), 0) AS seq FROM events").get())!.seq);
   }
 
   appendEvent(event: NewEvent): Promise<KeyEvent> {
@@ -106,12 +108,12 @@ export class SqliteKeyRegistry implements KeyRegistry {
   }
 
   async findAdminTokenByHash(hash: string): Promise<AdminTokenRecord | undefined> {
-    const row = this.read((db) => db.prepare(`SELECT ${ADMIN_TOKEN_COLUMNS} FROM admin_tokens WHERE hash = ?`).get(hash));
+    const row = this.read((prepare) => prepare(`SELECT ${ADMIN_TOKEN_COLUMNS} FROM admin_tokens WHERE hash = ?`).get(hash));
     return row && adminTokenOfRow(row);
   }
 
   async listAdminTokens(): Promise<AdminTokenRecord[]> {
-    return this.read((db) => db.prepare(`SELECT ${ADMIN_TOKEN_COLUMNS} FROM admin_tokens ORDER BY created_at, id`).all()).map(adminTokenOfRow);
+    return this.read((prepare) => prepare(`SELECT ${ADMIN_TOKEN_COLUMNS} FROM admin_tokens ORDER BY created_at, id`).all()).map(adminTokenOfRow);
   }
 
   createWebhook(webhook: NewWebhook, event: NewEvent): Promise<KeyEvent> {
@@ -123,12 +125,12 @@ export class SqliteKeyRegistry implements KeyRegistry {
   }
 
   async getWebhook(id: string): Promise<WebhookSubscription | undefined> {
-    const row = this.read((db) => db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ?`).get(id));
+    const row = this.read((prepare) => prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ?`).get(id));
     return row && webhookOfRow(row);
   }
 
   async listWebhooks(): Promise<WebhookSubscription[]> {
-    return this.read((db) => db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`).all()).map(webhookOfRow);
+    return this.read((prepare) => prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`).all()).map(webhookOfRow);
   }
 
   leaseWebhook(id: string, owner: string, now: number, until: number): Promise<boolean> {
@@ -145,7 +147,7 @@ export class SqliteKeyRegistry implements KeyRegistry {
 
   async listDeliveries(id: string, limit: number, cursor?: string): Promise<Page<DeliveryAttempt>> {
     const after = deliveryCursorAfter(cursor);
-    const rows = this.read((db) => db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id > ? ORDER BY id LIMIT ?`).all(id, after, limit + 1));
+    const rows = this.read((prepare) => prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id > ? ORDER BY id LIMIT ?`).all(id, after, limit + 1));
     return deliveryPage(rows, limit);
   }
 
@@ -154,7 +156,7 @@ export class SqliteKeyRegistry implements KeyRegistry {
   }
 
   async keyEvents(keyId: string, throughSeq: number): Promise<KeyEvent[]> {
-    return this.read((db) => db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE key_id = ? AND seq <= ? ORDER BY seq`).all(keyId, throughSeq)).map(keyEventOfRow);
+    return this.read((prepare) => prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE key_id = ? AND seq <= ? ORDER BY seq`).all(keyId, throughSeq)).map(keyEventOfRow);
   }
 
   applyUsageReport(report: UsageReportWrite): Promise<UsageReportApplied> {
@@ -162,16 +164,16 @@ export class SqliteKeyRegistry implements KeyRegistry {
   }
 
   async usageHistory(keyId: string, granularity: UsageGranularity, from: number, to: number): Promise<UsageBucket[]> {
-    return this.read((db) => db.prepare(historySql(granularity, (n) => `?${n}`)).all(keyId, from, to)).map(usageBucketOfRow);
+    return this.read((prepare) => prepare(historySql(granularity, (n) => `?${n}`)).all(keyId, from, to)).map(usageBucketOfRow);
   }
 
   async pruneUsage(now: number): Promise<void> {
     await this.write({ op: "pruneUsage", now });
   }
 
-  /** A cheap read of the file: fails as the reads would. */
+  /** A cheap read of the file (its schema version): fails as the reads would. */
   async ping(): Promise<void> {
-    this.read((db) => db.prepare("SELECT 1").get());
+    this.read((prepare) => prepare(`SELECT max(version) FROM ${REGISTRY_MIGRATIONS_TABLE}`).get());
   }
 
   close(): Promise<void> {
@@ -179,10 +181,15 @@ export class SqliteKeyRegistry implements KeyRegistry {
     return this.closing;
   }
 
-  private read<T>(query: (db: DatabaseSync) => T): T {
+  /** Runs `query` with the reader's statements, each prepared once; storage faults as StorageUnavailableError. */
+  private read<T>(query: (prepare: (sql: string) => StatementSync) => T): T {
     if (this.closing) throw new Error("key registry is closed");
     try {
-      return query(this.reader);
+      return query((sql) => {
+        let statement = this.statements.get(sql);
+        if (!statement) this.statements.set(sql, (statement = this.reader.prepare(sql)));
+        return statement;
+      });
     } catch (err) {
       throw toStorageError(err, this.dir);
     }

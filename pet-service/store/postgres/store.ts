@@ -7,26 +7,12 @@ import type { PetServiceMetrics, PostgresQuery } from "../../metrics.ts";
 import type { SchemaReport } from "../../../lib/migrations.ts";
 import { migratePostgres } from "./migrations.ts";
 import { asStoreError } from "../../../lib/postgres-faults.ts";
+import { postgresPoolSettings } from "../../../lib/postgres-pool.ts";
 import { EXPIRED_KEYS_PER_CREATE } from "../sqlite/idempotency.ts";
 import { petOfRow, type CreateOnceResult, type IdempotencyKey, type ListQuery, type NewPet, type Pet, type PetRow, type PetStore } from "../pet-store.ts";
 
-/**
- * Connection settings. The pool holds PETS_DB_POOL_SIZE connections, opened at start (fillPool);
- * a connection that cannot be made within 2 s fails (the database is unreachable: fail fast,
- * never queue for ever); a statement waits at most 3 s for a lock another session holds (then
- * the write is refused as `busy`, as SQLite's busy_timeout does) and runs at most 5 s on the
- * server, and the client gives up on an answer after 6 s (a network that swallows packets). TCP
- * keepalive finds dead connections between queries.
- */
-const POOL_SETTINGS = {
-  connectionTimeoutMillis: 2_000,
-  idleTimeoutMillis: 30_000,
-  lock_timeout: 3_000,
-  statement_timeout: 5_000,
-  query_timeout: 6_000,
-  keepAlive: true,
-  application_name: "pet-service",
-} as const satisfies pg.PoolConfig;
+/** The pool holds PETS_DB_POOL_SIZE connections, opened at start (fillPool); lib/postgres-pool.ts has the rest. */
+const POOL_SETTINGS = postgresPoolSettings("pet-service");
 
 export const DEFAULT_POOL_SIZE = 10;
 

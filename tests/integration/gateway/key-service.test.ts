@@ -12,6 +12,8 @@ import { startPetService, type RunningPetService } from "../../../testkit/pet-se
 import { clientCommands, startRedis, type PrivateRedis } from "../../../testkit/redis-server.ts";
 import { startTcpProxy, type TcpProxy } from "../../../testkit/tcp-proxy.ts";
 import { until } from "../../../testkit/until.ts";
+import { spawnGateway } from "../../../testkit/gateway-process.ts";
+import { freePort } from "../../../testkit/net.ts";
 
 let pets: RunningPetService;
 let redis: PrivateRedis;
@@ -121,11 +123,15 @@ describe("through an outage of the key service", () => {
       await own.revoke(revoked);
       await refusedAfter(g, revoked, Date.now());
       expect((await get(g, valid)).status).toBe(200);
+      const following = async () => /^gateway_key_service_following (\d)$/m.exec(await (await fetch(`${g.url}/metrics`)).text())?.[1];
+      expect(await following()).toBe("1");
       await own.service.stop();
       await new Promise((r) => setTimeout(r, 3_000)); // several failed long polls and retries
       expect((await get(g, valid)).status).toBe(200);
       expect((await get(g, revoked)).status).toBe(401);
       expect((await fetch(`${g.url}/readyz`)).status).toBe(200);
+      // Ready, but operators see that changes are not reaching it.
+      expect(await following()).toBe("0");
     } finally {
       await g.close();
       await own.remove();
@@ -164,6 +170,26 @@ describe("through an outage of the key service", () => {
       expect(((await ready.json()) as { reasons: string[] }).reasons.join()).toMatch(/refused KEYS_SERVICE_TOKEN/);
     } finally {
       await g.close();
+    }
+  });
+});
+
+describe("the gateway process without its key service", () => {
+  it("logs one line naming what is missing, answers /v1 with 503 and Retry-After: 1, and /readyz says why", async () => {
+    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const g = await spawnGateway({ PET_SERVICE_ADDR: pets.address, KEYS_URL: nobody, LOG_LEVEL: "info" }, { cold: true });
+    try {
+      const res = await fetch(`${g.url}/v1/pets`, { headers: { Authorization: "Bearer a.b.c" } });
+      expect([res.status, res.headers.get("retry-after")]).toEqual([503, "1"]);
+      const ready = await fetch(`${g.url}/readyz`);
+      expect(((await ready.json()) as { reasons: string[] }).reasons.join()).toMatch(/key state not loaded from the key service at http:\/\/127\.0\.0\.1:\d+ \(key service unreachable/);
+      await until("the gateway logged the unreachable key service", () => /key service unreachable/.test(g.output()));
+      const lines = g.output().split("\n");
+      expect(lines.filter((l) => l.includes("KEYS_SERVICE_TOKEN is not set"))).toHaveLength(1);
+      expect(lines.filter((l) => l.includes("key service unreachable"))).toHaveLength(1);
+    } finally {
+      g.child.kill("SIGTERM");
+      await g.exited;
     }
   });
 });

@@ -50,6 +50,9 @@ describe("importKeysDir", () => {
     expect(await registry().getKey(c.id)).toMatchObject({ revokedAt: T0 + 5000 });
     const events = await registry().events(0, 100);
     expect(events.map((e) => [e.type, e.actor, e.keyId])).toEqual([a, b, c].map((k) => ["key.created", "cli", k.id]));
+    // Gateways learn a key from its events alone: a key rolled in the file era carries its grace ends.
+    expect(events[0]!.changes).toMatchObject({ generation: 2, graceUntil: { "0": new Date(T0 + 10_000).toISOString(), "1": new Date(T0 + 20_000).toISOString() } });
+    expect(events[1]!.changes).not.toHaveProperty("graceUntil");
     // The tokens issued before still verify as the same key, signing pair and generation.
     expect(verifyTokenSignature(b.token, loadPublicKeys(keysDir()), S0).apiKey).toMatchObject({ keyId: b.id, generation: 0 });
 

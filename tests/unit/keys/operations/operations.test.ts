@@ -135,6 +135,29 @@ describe("key operations", () => {
   });
 });
 
+describe("key fields", () => {
+  it("CIDRs: IPv4 and IPv6 networks and single hosts, each once; scopes in one order; an ISO expiry", async () => {
+    const { ops } = setup();
+    const { record } = await ops.create(
+      { plan: "free", allowedCidrs: ["203.0.113.0/24", "2001:db8::/32", "198.51.100.7", "203.0.113.0/24"], scopes: ["pets:write", "pets:read", "pets:write"], expiresAt: "2030-02-01T00:00:00Z" },
+      "cli",
+    );
+    expect(record).toMatchObject({ allowedCidrs: ["203.0.113.0/24", "2001:db8::/32", "198.51.100.7"], scopes: ["pets:read", "pets:write"], expiresAt: Date.UTC(2030, 1, 1) });
+    expect(await details(ops.create({ plan: "free", allowedCidrs: ["10.0.0.0/8", "::ffff:not"] }, "cli"))).toEqual([{ field: "allowedCidrs.1", message: expect.any(String) }]);
+    expect(await details(ops.create({ plan: "free", scopes: [] }, "cli"))).toEqual([{ field: "scopes", message: expect.any(String) }]);
+  });
+
+  it("metadata: a member named __proto__ stays a member; larger than 4 KiB is refused", async () => {
+    const { ops } = setup();
+    const { record } = await ops.create({ plan: "free", metadata: { a: 1 } }, "cli");
+    const patched = await ops.update(record.id, { metadata: JSON.parse('{"__proto__": {"polluted": true}}') }, "cli");
+    expect(Object.getPrototypeOf(patched.metadata)).toBe(Object.prototype);
+    expect(JSON.stringify((await ops.get(record.id)).metadata)).toBe('{"a":1,"__proto__":{"polluted":true}}');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(await details(ops.update(record.id, { metadata: { big: "x".repeat(5000) } }, "cli"))).toEqual([{ field: "metadata", message: expect.stringMatching(/4096 bytes/) }]);
+  });
+});
+
 describe("key operations, two writers on one registry", () => {
   it("concurrent rolls and patches lose nothing: each roll a generation of its own, each patch applied", async () => {
     const { ops } = setup();

@@ -11,7 +11,7 @@ export interface RegistryHarness {
   reopen(): Promise<KeyRegistry>;
   /** A second registry on the same database (another process or replica). */
   another(): Promise<KeyRegistry>;
-  /** The versions recorded in schema_migrations. */
+  /** The versions recorded in key_registry_migrations. */
   migrationVersions(): Promise<number[]>;
   /** Another session holds the write lock (past the store's wait) until the returned function runs. */
   holdWriteLock(): Promise<() => Promise<void>>;

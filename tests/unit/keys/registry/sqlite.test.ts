@@ -24,7 +24,7 @@ registryConformance("SQLite", async () => {
     async migrationVersions() {
       const db = openSqlite(file, { readOnly: true });
       try {
-        return db.prepare("SELECT version FROM schema_migrations ORDER BY version").all().map((r) => Number(r.version));
+        return db.prepare("SELECT version FROM key_registry_migrations ORDER BY version").all().map((r) => Number(r.version));
       } finally {
         db.close();
       }

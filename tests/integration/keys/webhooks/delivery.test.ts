@@ -4,6 +4,7 @@
  * signature with the independent `standardwebhooks` package, and fails, times out, goes away and
  * recovers as a test says.
  */
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scaledSchedule } from "../../../../keys/webhooks/schedule.ts";
 import { adminRequest, startKeyService, type RunningKeyService } from "../../../../testkit/key-service.ts";
@@ -94,17 +95,20 @@ describe("webhook delivery (schedule at 1/100)", () => {
     for (const secretText of [token, rolledToken, secret, secret.slice(6)]) expect(everything).not.toContain(secretText);
   });
 
-  it("delivers usage.threshold with its payload and key.banned with the record as of the ban", async () => {
+  it("delivers usage.threshold and key.banned from gateways' usage reports: the threshold's payload, the record as of the ban", async () => {
     const { receiver } = await h.subscribe(["key.banned", "usage.threshold"]);
     const { key: _token, ...record } = await newKey(h, "busy");
-    // As the key service appends them from gateways' usage reports.
-    const at = Date.now();
-    await h.service.registry.appendEvent({ at, actor: "gateway", type: "usage.threshold", keyId: record.id, changes: { window: "day", percent: 80, used: 80, limit: 100 } });
-    await h.service.registry.appendEvent({ at, actor: "gateway", type: "key.banned", keyId: record.id, changes: { until: new Date(at + 60_000).toISOString() } });
-    await until("both arrive", () => receiver.accepted.length >= 2);
+    const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000).toISOString();
+    const report = (body: object) => h.call("POST", "/v1/usage/reports", { reportId: randomUUID(), gatewayId: "gw-1", buckets: [], ...body });
+    const admitted = (n: number) => ({ buckets: [{ keyId: record.id, hour, "2xx": n, "4xx": 0, "5xx": 0, limited: 0, banned: 0, forbidden: 0 }] });
+    expect((await report(admitted(850))).status).toBe(202);
+    expect((await report({ bans: [{ keyId: record.id, until: new Date(Date.now() + 60_000).toISOString() }] })).status).toBe(202);
+    expect((await report(admitted(200))).status).toBe(202);
+    await until("three arrive", () => receiver.accepted.length >= 3);
     expect(receiver.accepted.map((m) => [m.type, m.data])).toEqual([
-      ["usage.threshold", { keyId: record.id, window: "day", percent: 80, used: 80, limit: 100 }],
+      ["usage.threshold", { keyId: record.id, window: "day", percent: 80, used: 850, limit: 1000 }],
       ["key.banned", record],
+      ["usage.threshold", { keyId: record.id, window: "day", percent: 100, used: 1050, limit: 1000 }],
     ]);
   });
 

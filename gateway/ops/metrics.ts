@@ -18,10 +18,6 @@ export interface GatewayMetrics {
   petServiceServing: Gauge;
   /** Sets the check petServiceServing runs at scrape time (createGateway: the readiness health check). */
   probePetService(serving: () => Promise<boolean>): void;
-  /** 1 while the key service answers this gateway's change feed, else 0 (read at each scrape). */
-  keyServiceFollowed: Gauge;
-  /** Sets what keyServiceFollowed reads (createGateway: the feed). */
-  probeKeyFeed(following: () => boolean): void;
   /** Usage reports to the key service by outcome: sent (202), failed (retried), rejected (400/413: dropped). */
   usageReports: Counter<"outcome">;
   /** Key-hours of usage counted and not acknowledged by the key service; read at each scrape from what followUsageBacklog names. */
@@ -29,6 +25,10 @@ export interface GatewayMetrics {
   followUsageBacklog(backlog: () => number): void;
   /** Requests whose usage was dropped: past the backlog's bound, or in a report the key service refused. */
   usageDropped: Counter;
+  /** 1 while the key service answers this gateway's change feed, else 0 (read at each scrape). */
+  keyServiceFollowed: Gauge;
+  /** Sets what keyServiceFollowed reads (createGateway: the feed). */
+  probeKeyFeed(following: () => boolean): void;
 }
 
 /** Finer around the values REDIS_COMMAND_TIMEOUT_MS is chosen among. */
@@ -45,8 +45,8 @@ export const limiterMetrics = (m: GatewayMetrics): FallbackMetrics => ({
 export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): GatewayMetrics {
   const m = createMetricsRegistry(opts);
   let probe: (() => Promise<boolean>) | undefined;
-  let following: (() => boolean) | undefined;
   let backlog = () => 0;
+  let following: (() => boolean) | undefined;
   return {
     registry: m.registry,
     httpRequests: m.counter({
@@ -104,18 +104,6 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
     probePetService(serving) {
       probe = serving;
     },
-    // An outage of the key service leaves the gateway ready (it serves from its last key state):
-    // this says so, for an alert while changes (revocations) are not reaching it.
-    keyServiceFollowed: m.gauge({
-      name: "gateway_key_service_following",
-      help: "1 while this gateway's change feed gets answers from the key service (KEYS_URL), else 0: it then serves from its last key state.",
-      collect() {
-        if (following) this.set(following() ? 1 : 0);
-      },
-    }),
-    probeKeyFeed(fn) {
-      following = fn;
-    },
     usageReports: m.counter({
       name: "gateway_usage_reports_total",
       help: "Usage reports sent to the key service by outcome: sent (acknowledged), failed (kept and sent again), rejected (refused as malformed: its counts dropped).",
@@ -133,5 +121,17 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
       name: "gateway_usage_dropped_total",
       help: "Requests left out of the usage history: counted past the backlog's bound during a key-service outage, or in a report the key service refused.",
     }),
+    // An outage of the key service leaves the gateway ready (it serves from its last key state):
+    // this says so, for an alert while changes (revocations) are not reaching it.
+    keyServiceFollowed: m.gauge({
+      name: "gateway_key_service_following",
+      help: "1 while this gateway's change feed gets answers from the key service (KEYS_URL), else 0: it then serves from its last key state.",
+      collect() {
+        if (following) this.set(following() ? 1 : 0);
+      },
+    }),
+    probeKeyFeed(fn) {
+      following = fn;
+    },
   };
 }

@@ -17,6 +17,7 @@ import { eventsRoutes } from "./events-routes.ts";
 import { keyRoutes } from "./key-routes.ts";
 import type { KeyServiceMetrics } from "./metrics.ts";
 import { usageReader } from "./usage.ts";
+import { webhookRoutes } from "./webhook-routes.ts";
 import { usageHistoryRoutes } from "./usage-history-routes.ts";
 import { OPENAPI_PATH, opsRoutes } from "./ops-routes.ts";
 import type { Route } from "./route.ts";
@@ -44,7 +45,14 @@ export function createAdminApp(deps: AdminApiDeps): express.Express {
   app.use(requestContext());
   app.use(accessLog(deps));
 
-  const routes: Route[] = [...keyRoutes({ ...deps, usage: usageReader(deps) }), ...usageHistoryRoutes(deps), ...eventsRoutes(deps), ...adminTokenRoutes(deps), ...opsRoutes(deps)];
+  const routes: Route[] = [
+    ...keyRoutes({ ...deps, usage: usageReader(deps) }),
+    ...usageHistoryRoutes(deps),
+    ...eventsRoutes(deps),
+    ...adminTokenRoutes(deps),
+    ...webhookRoutes(deps),
+    ...opsRoutes(deps),
+  ];
   const router = express.Router({ caseSensitive: true, strict: false });
   for (const route of routes) {
     const label: express.RequestHandler = (_req, res, next) => {

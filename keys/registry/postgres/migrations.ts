@@ -8,9 +8,9 @@ import { migratePostgresSchema } from "../../../lib/postgres-migrations.ts";
  * order included) and bigint times in ms. `event_counter` is one row holding the last seq: every
  * writing transaction increments it, which takes its row lock until COMMIT, so writers on any
  * replica are serialised and events get seqs without gaps and become visible in seq order.
+ * Version 2: the usage history's tables, as SQLite's; version 3: the webhooks' tables, as SQLite's.
  * KEYS_DB may share a database with PETS_DB: no table names collide, and the versions live in
  * `key_registry_migrations`.
- * Version 2: the usage history's tables, as SQLite's.
  */
 export const POSTGRES_REGISTRY_MIGRATIONS: readonly Migration[] = [
   {
@@ -113,6 +113,39 @@ export const POSTGRES_REGISTRY_MIGRATIONS: readonly Migration[] = [
         percent integer NOT NULL,
         PRIMARY KEY (key_id, day, percent)
       );
+    `,
+  },
+  {
+    version: 3,
+    name: "webhook subscriptions, delivery progress and attempts",
+    sql: `
+      CREATE TABLE webhooks (
+        id               text    PRIMARY KEY,
+        url              text    NOT NULL,
+        events           json    NOT NULL,
+        secret           text    NOT NULL,
+        created_at       bigint  NOT NULL,
+        deleted_at       bigint,
+        cursor           bigint  NOT NULL,
+        failures         integer NOT NULL DEFAULT 0,
+        first_attempt_at bigint,
+        next_attempt_at  bigint,
+        lease_owner      text,
+        lease_until      bigint
+      );
+      CREATE TABLE webhook_deliveries (
+        id         bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        webhook_id text    NOT NULL,
+        event_seq  bigint  NOT NULL,
+        type       text    NOT NULL,
+        attempt    integer NOT NULL,
+        status     integer,
+        at         bigint  NOT NULL,
+        error      text
+      );
+      CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
+      CREATE INDEX webhook_deliveries_by_at ON webhook_deliveries (at);
+      CREATE INDEX events_by_key ON events (key_id, seq);
     `,
   },
 ];

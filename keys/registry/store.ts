@@ -95,6 +95,13 @@ export interface KeyRegistry {
   findAdminTokenByHash(hash: string): Promise<AdminTokenRecord | undefined>;
   listAdminTokens(): Promise<AdminTokenRecord[]>;
 
+  /**
+   * Counts one self-serve sign-up of `address` on the UTC `day` (YYYY-MM-DD) unless `limit` are
+   * counted already; whether it was counted. Atomic: concurrent sign-ups on any replica never count
+   * past the limit. Counts of earlier days are deleted as it goes.
+   */
+  countSignup(address: string, day: string, limit: number): Promise<boolean>;
+
   /** Whether the database answers (for /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -11,6 +11,7 @@ import { migrateSqliteSchema } from "../../../lib/sqlite-migrations.ts";
  *   one writer at a time: no gaps, committed in seq order.
  * - `idempotency`: the answer to a create per admin token and Idempotency-Key, until expires_at.
  * - `admin_tokens`: SHA-256 of each token, never the token; names and hashes unique.
+ * - `signup_counts`: self-serve sign-ups per client address (an IPv6 /64) and UTC day (keys/signups/).
  */
 export const SQLITE_REGISTRY_MIGRATIONS: readonly Migration[] = [
   {
@@ -63,6 +64,19 @@ export const SQLITE_REGISTRY_MIGRATIONS: readonly Migration[] = [
         created_at INTEGER NOT NULL,
         revoked_at INTEGER
       ) STRICT;
+    `,
+  },
+  {
+    version: 2,
+    name: "sign-ups per client address and UTC day",
+    sql: `
+      CREATE TABLE signup_counts (
+        address TEXT    NOT NULL,
+        day     TEXT    NOT NULL,
+        count   INTEGER NOT NULL,
+        PRIMARY KEY (address, day)
+      ) STRICT;
+      CREATE INDEX signup_counts_by_day ON signup_counts (day);
     `,
   },
 ];

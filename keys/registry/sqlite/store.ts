@@ -99,7 +99,7 @@ export class SqliteKeyRegistry implements KeyRegistry {
   }
 
   revokeAdminToken(id: string, at: number, event: NewEvent): Promise<KeyEvent | undefined> {
-    return this.write({ op: "revokeAdminToken", id, at, event });
+    return this.write({ op: "revokeAdminToken", id, at, event }) as Promise<KeyEvent | undefined>;
   }
 
   async findAdminTokenByHash(hash: string): Promise<AdminTokenRecord | undefined> {
@@ -109,6 +109,10 @@ export class SqliteKeyRegistry implements KeyRegistry {
 
   async listAdminTokens(): Promise<AdminTokenRecord[]> {
     return this.read((db) => db.prepare(`SELECT ${ADMIN_TOKEN_COLUMNS} FROM admin_tokens ORDER BY created_at, id`).all()).map(adminTokenOfRow);
+  }
+
+  async countSignup(address: string, day: string, limit: number): Promise<boolean> {
+    return (await this.write({ op: "countSignup", address, day, limit })) === true;
   }
 
   /** A cheap read of the file: fails as the reads would. */

@@ -16,9 +16,10 @@ export type WriteRequest =
   | { op: "touchLastUsed"; id: string; at: number }
   | { op: "appendEvent"; event: NewEvent }
   | { op: "createAdminToken"; token: AdminTokenRecord; event: NewEvent }
-  | { op: "revokeAdminToken"; id: string; at: number; event: NewEvent };
+  | { op: "revokeAdminToken"; id: string; at: number; event: NewEvent }
+  | { op: "countSignup"; address: string; day: string; limit: number };
 
-export type WriteResult = KeyEvent | undefined;
+export type WriteResult = KeyEvent | boolean | undefined;
 
 /** An error a write throws on purpose; the store turns the code into its error class. */
 export const CONFLICT = "SQLITE_CONSTRAINT";
@@ -74,6 +75,17 @@ function revokeAdminToken(db: DatabaseSync, id: string, at: number, event: NewEv
   return Number(changes) === 1 ? appendEvent(db, event) : undefined;
 }
 
+function countSignup(db: DatabaseSync, address: string, day: string, limit: number): boolean {
+  db.prepare("DELETE FROM signup_counts WHERE day < ?").run(day);
+  // No row back when the update's WHERE refuses: the address had `limit` already.
+  const counted = db
+    .prepare(
+      "INSERT INTO signup_counts (address, day, count) VALUES (?, ?, 1) ON CONFLICT (address, day) DO UPDATE SET count = count + 1 WHERE count < ? RETURNING count",
+    )
+    .get(address, day, limit);
+  return counted !== undefined;
+}
+
 function run(db: DatabaseSync, w: WriteRequest): WriteResult {
   switch (w.op) {
     case "createKey":
@@ -90,6 +102,8 @@ function run(db: DatabaseSync, w: WriteRequest): WriteResult {
       return createAdminToken(db, w.token, w.event);
     case "revokeAdminToken":
       return revokeAdminToken(db, w.id, w.at, w.event);
+    case "countSignup":
+      return countSignup(db, w.address, w.day, w.limit);
   }
 }
 

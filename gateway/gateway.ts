@@ -113,6 +113,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     readiness: () => notReadyReasons(checks),
     upstreams: upstreamsOf(config),
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    portal: { signup: config.SIGNUP, keysUrl: config.KEYS_URL, keysToken: config.KEYS_SERVICE_TOKEN, logger },
     ...opts.overrides,
   });
 

@@ -94,6 +94,8 @@ export interface GatewayOptions {
   overrides?: Partial<AppDeps>;
   /** Do not wait for the key service's state (a test of the cold start). */
   cold?: boolean;
+  /** More configuration (SIGNUP, TRUST_PROXY…), as the environment would give it. */
+  env?: Record<string, string>;
 }
 
 /**
@@ -144,6 +146,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     PET_SERVICE_ADDR: opts.petServiceAddr,
     ...opts.keys.gatewayEnv,
     PET_SERVICE_TIMEOUT_MS: String(opts.timeoutMs ?? 2000),
+    ...opts.env,
   });
   const gateway = await createGateway(config, {
     clock: opts.clock ?? Date.now,

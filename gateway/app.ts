@@ -22,6 +22,10 @@ import { traceRequests } from "./http/trace-requests.ts";
 import { ROUTES, type Route } from "./http/routes.ts";
 import { servedBy, upstreamProxy, type Upstream } from "./upstreams/upstreams.ts";
 import type { Clock } from "../lib/clock.ts";
+import { countUsage } from "./usage/count-requests.ts";
+import type { UsageCounter } from "./usage/counter.ts";
+import type { HistoryReader } from "./usage/key-service-client.ts";
+import { meRoutes, SELF_SERVICE_ROUTES } from "./usage/me-routes.ts";
 
 const OPENAPI_JSON = readFileSync(new URL("./http/openapi.json", import.meta.url), "utf8");
 
@@ -55,6 +59,8 @@ export interface AppDeps {
   readiness: () => Promise<string[]>;
   /** GET /portal and, with SIGNUP=open, POST /portal/signup. */
   portal: PortalDeps;
+  /** Each valid key's requests counted for its usage history (gateway/usage/); GET /v1/me/usage reads it from the key service. */
+  usage: { counter: UsageCounter; history: HistoryReader };
 }
 
 /** Builds the gateway's Express app. It does not listen: main.ts and tests do. */
@@ -100,6 +106,7 @@ function v1Router(deps: AppDeps): express.Router {
       route ??= p.label;
       if (p.route.method === method) deprecation = p.route.deprecation;
     }
+    if (route === undefined && SELF_SERVICE_ROUTES.has(`/v1${path}`)) route = `/v1${path}`;
     if (route === undefined) {
       const upstream = deps.upstreams.find((u) => servedBy(u, path));
       if (upstream) route = `/v1${upstream.prefix}/*`;
@@ -109,7 +116,9 @@ function v1Router(deps: AppDeps): express.Router {
     next();
   });
 
+  router.use(countUsage(deps.usage.counter, deps.clock));
   router.use(guard(deps));
+  router.use(meRoutes(deps.usage.history));
 
   for (const route of ROUTES) {
     const handlers = route.hasBody ? [readBody, serve(route, deps)] : [serve(route, deps)];
@@ -126,6 +135,12 @@ function v1Router(deps: AppDeps): express.Router {
     router.all(path, (_req, res) => {
       res.set("Allow", allowed.join(", "));
       sendError(res, new ApiError("method_not_allowed", `Allowed methods: ${allowed.join(", ")}.`));
+    });
+  }
+  for (const path of SELF_SERVICE_ROUTES) {
+    router.all(path.slice("/v1".length), (_req, res) => {
+      res.set("Allow", "GET, HEAD");
+      sendError(res, new ApiError("method_not_allowed", "Allowed methods: GET, HEAD."));
     });
   }
   router.use((_req, res) => sendError(res, NOT_FOUND));

@@ -16,6 +16,9 @@ import { tracePetClient } from "./pet-client/traced.ts";
 import { watchTlsFiles } from "../lib/tls-files.ts";
 import { notReadyReasons, petServiceHealth, storageFaultOf, type ReadinessCheck } from "./ops/readiness.ts";
 import type { Clock } from "../lib/clock.ts";
+import { hostname } from "node:os";
+import { keyServiceHistory } from "./usage/key-service-client.ts";
+import { startUsageReporter } from "./usage/reporter.ts";
 
 export interface GatewayOptions {
   clock: Clock;
@@ -27,13 +30,15 @@ export interface GatewayOptions {
   overrides?: Partial<AppDeps>;
   /** Tests only: how long the key service holds a long poll of its feed (default 25 s). */
   feedWaitSeconds?: number;
+  /** Tests only: key-hours of usage waiting for the key service at most (default 10,000). */
+  usageBacklogKeyHours?: number;
 }
 
 export interface Gateway {
   app: express.Express;
   /** From now on /readyz answers 503 "shutting down". */
   markStopping(): void;
-  /** Closes the gRPC channels, Redis and the key service's feed (after the HTTP server has closed). */
+  /** Sends the last usage report, closes the gRPC channels, Redis and the key service's feed (after the HTTP server has closed). */
   close(): Promise<void>;
 }
 
@@ -99,6 +104,16 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     logger.warn("redis not reachable at start; answering 503 until it is (the number of gateway replicas is unknown)");
   }
 
+  const usageReporter = startUsageReporter({
+    url: config.KEYS_URL,
+    token: config.KEYS_SERVICE_TOKEN,
+    gatewayId: `${hostname()}:${process.pid}`,
+    logger,
+    metrics: { reports: metrics.usageReports, dropped: metrics.usageDropped },
+    ...(opts.usageBacklogKeyHours !== undefined && { maxBacklogKeyHours: opts.usageBacklogKeyHours }),
+  });
+  metrics.followUsageBacklog(usageReporter.backlog);
+
   const app = createApp({
     pets,
     verifier,
@@ -113,6 +128,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     readiness: () => notReadyReasons(checks),
     upstreams: upstreamsOf(config),
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    usage: { counter: usageReporter.counter, history: keyServiceHistory({ url: config.KEYS_URL, token: config.KEYS_SERVICE_TOKEN }) },
     portal: { signup: config.SIGNUP, keysUrl: config.KEYS_URL, keysToken: config.KEYS_SERVICE_TOKEN, logger },
     ...opts.overrides,
   });
@@ -123,6 +139,8 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
       stopping = true;
     },
     async close() {
+      // The last counts first, within the shutdown deadline's time for closing (config.ts, CLOSE_MS).
+      await usageReporter.close(USAGE_FLUSH_MS);
       pets.close();
       tls?.close();
       feed.close();
@@ -130,6 +148,9 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     },
   };
 }
+
+/** How long close() gives the last usage report (of config.ts's 2 s for closing). */
+const USAGE_FLUSH_MS = 1_000;
 
 /**
  * How often Node looks for requests past their timeouts. Node's default (30 s) lets a slow client

@@ -11,6 +11,7 @@ import { startFeed, type Feed } from "./feed/feed.ts";
 import { ensureKeyPair } from "./key-pairs.ts";
 import { createKeyOperations, type KeyOperations } from "./operations/index.ts";
 import type { KeyRegistry } from "./registry/store.ts";
+import { startUsagePruning } from "./usage-history/pruning.ts";
 
 export interface KeyServiceDeps {
   /** Open and migrated (keys/registry/open.ts); the service closes it. */
@@ -52,6 +53,7 @@ export async function createKeyService(deps: KeyServiceDeps): Promise<KeyService
   const feed = await startFeed({ registry, logger, keysDir: deps.keysDir, redisUrl: deps.redisUrl });
   metrics.followEvents(() => feed.follower.head());
   const operations = createKeyOperations({ registry, keysDir: deps.keysDir, clock });
+  const stopPruning = startUsagePruning({ registry, clock, logger });
   let stopping = false;
   const readiness = async (): Promise<string[]> => {
     if (stopping) return ["shutting down"];
@@ -71,6 +73,7 @@ export async function createKeyService(deps: KeyServiceDeps): Promise<KeyService
     feed,
     markStopping: () => void (stopping = true),
     async close() {
+      stopPruning();
       await feed.close();
       await registry.close();
     },

@@ -11,6 +11,8 @@ import type { PlanLimits } from "../../lib/plans.ts";
 
 /** One key's state; a change replaces the object (never mutated), so callers may cache per entry. */
 export interface KeyEntry {
+  /** The key's name (GET /v1/me shows it); undefined until an event carried it. */
+  readonly name: string | undefined;
   /** Undefined until an event carried them (the token's claims apply meanwhile). */
   readonly plan: PlanName | undefined;
   readonly limits: Readonly<PlanLimits> | undefined;
@@ -49,6 +51,7 @@ export interface KeyState extends KeyStateView {
 
 const ALL_SCOPES: ReadonlySet<Scope> = new Set(DEFAULT_SCOPES);
 const NO_KEY: KeyEntry = Object.freeze({
+  name: undefined,
   plan: undefined,
   limits: undefined,
   revokedAt: null,
@@ -74,6 +77,7 @@ const strings = (value: unknown): string[] | undefined => (Array.isArray(value) 
 /** The entry after an event's `changes` (KeyEvent's doc: the record's wire fields that changed). */
 export function changedEntry(entry: KeyEntry, changes: Record<string, unknown>): KeyEntry {
   const next: { -readonly [K in keyof KeyEntry]: KeyEntry[K] } = { ...entry };
+  if (typeof changes.name === "string") next.name = changes.name;
   if (isPlan(changes.plan)) next.plan = changes.plan;
   if (isLimits(changes.limits)) next.limits = Object.freeze({ perMinute: changes.limits.perMinute, perDay: changes.limits.perDay });
   const revokedAt = msOrNull(changes.revokedAt);

@@ -1,5 +1,8 @@
 import type { Span } from "@opentelemetry/api";
 import type { ApiKey } from "../../lib/api-key-format.ts";
+import type { UsageOutcome } from "../../keys/registry/usage.ts";
+import type { Decision } from "../limiter/limiter.ts";
+import type { KeyEntry } from "../auth/key-state.ts";
 
 /**
  * The gateway's per-request state, declared once: Express's `res.locals`, typed. Each field says
@@ -16,6 +19,14 @@ declare global {
       route?: string;
       /** The verified API key, once the guard admitted the request (quota/guard.ts); unset for anonymous requests. */
       apiKey?: ApiKey;
+      /**
+       * A request with a valid key, as the guard decided it (quota/guard.ts): counted in the key's
+       * usage history (gateway/usage/count-requests.ts) by `refused`, else by its status class.
+       */
+      usage?: { keyId: string; refused?: UsageOutcome; banUntilMs?: number };
+      /** The limiter's decision and the key's state for an admitted key (quota/guard.ts): GET /v1/me shows them. */
+      decision?: Decision;
+      keyEntry?: KeyEntry;
     }
   }
 }

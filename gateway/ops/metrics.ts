@@ -18,6 +18,13 @@ export interface GatewayMetrics {
   petServiceServing: Gauge;
   /** Sets the check petServiceServing runs at scrape time (createGateway: the readiness health check). */
   probePetService(serving: () => Promise<boolean>): void;
+  /** Usage reports to the key service by outcome: sent (202), failed (retried), rejected (400/413: dropped). */
+  usageReports: Counter<"outcome">;
+  /** Key-hours of usage counted and not acknowledged by the key service; read at each scrape from what followUsageBacklog names. */
+  usageBacklog: Gauge;
+  followUsageBacklog(backlog: () => number): void;
+  /** Requests whose usage was dropped: past the backlog's bound, or in a report the key service refused. */
+  usageDropped: Counter;
 }
 
 /** Finer around the values REDIS_COMMAND_TIMEOUT_MS is chosen among. */
@@ -34,6 +41,7 @@ export const limiterMetrics = (m: GatewayMetrics): FallbackMetrics => ({
 export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): GatewayMetrics {
   const m = createMetricsRegistry(opts);
   let probe: (() => Promise<boolean>) | undefined;
+  let backlog = () => 0;
   return {
     registry: m.registry,
     httpRequests: m.counter({
@@ -91,5 +99,22 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
     probePetService(serving) {
       probe = serving;
     },
+    usageReports: m.counter({
+      name: "gateway_usage_reports_total",
+      help: "Usage reports sent to the key service by outcome: sent (acknowledged), failed (kept and sent again), rejected (refused as malformed: its counts dropped).",
+      labelNames: ["outcome"],
+    }),
+    usageBacklog: m.gauge({
+      name: "gateway_usage_backlog",
+      help: "Key-hours of usage counted by this gateway and not yet acknowledged by the key service.",
+      collect() {
+        this.set(backlog());
+      },
+    }),
+    followUsageBacklog: (source) => void (backlog = source),
+    usageDropped: m.counter({
+      name: "gateway_usage_dropped_total",
+      help: "Requests left out of the usage history: counted past the backlog's bound during a key-service outage, or in a report the key service refused.",
+    }),
   };
 }

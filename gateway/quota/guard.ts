@@ -14,6 +14,7 @@ import { accessDenial, insufficientScopeChallenge } from "../auth/access.ts";
 import type { GatewayMetrics } from "../ops/metrics.ts";
 import { getOrCreate } from "../../lib/get-or-create.ts";
 import { childSpan } from "../../lib/tracing/spans.ts";
+import { SELF_SERVICE_ROUTES } from "../usage/me-routes.ts";
 
 /** The limiter's decision as a span of the request's trace: the plan it applied and the outcome, never the key. */
 const DECISION_SPAN = "limiter decision";
@@ -120,6 +121,8 @@ export function guard(deps: GuardDeps): RequestHandler {
     for (const name in headers) res.setHeader(name, headers[name]!);
     countDecision(plan, decision.outcome);
 
+    // A valid key's request counts in its usage history (revoked or rolled in Redis: not valid).
+    if (apiKey && decision.outcome !== "revoked" && decision.outcome !== "rolled") res.locals.usage = { keyId: apiKey.keyId };
     switch (decision.outcome) {
       case "revoked":
         // A 401 like any other (RFC 6750 §3): revoked in Redis is still an invalid token.
@@ -129,8 +132,10 @@ export function guard(deps: GuardDeps): RequestHandler {
         res.set("WWW-Authenticate", INVALID_TOKEN_CHALLENGE);
         throw new ApiError("unauthorized", ROLLED);
       case "banned":
+        if (res.locals.usage) Object.assign(res.locals.usage, { refused: "banned", banUntilMs: decision.nowMs + decision.retryAfterSeconds * 1000 });
         throw new ApiError("api_key_banned");
       case "limited":
+        if (res.locals.usage) res.locals.usage.refused = "limited";
         throw new ApiError("rate_limited");
       case "unavailable":
         throw LIMITER_UNAVAILABLE;
@@ -142,14 +147,18 @@ export function guard(deps: GuardDeps): RequestHandler {
       res.set("WWW-Authenticate", authError.reason === "missing" ? NO_TOKEN_CHALLENGE : INVALID_TOKEN_CHALLENGE);
       throw new ApiError("unauthorized", authError.message);
     }
-    // Scopes and networks: after the quota (the request counted like any other), before the pet service.
-    const denial = entry && accessDenial(entry, req.method, req.ip);
-    if (denial?.reason === "network") throw ADDRESS_NOT_ALLOWED;
-    if (denial?.reason === "scope") {
+    // Scopes and networks: after the quota (the request counted like any other), before the pet
+    // service. A key's own /v1/me* need neither: its holder may always look.
+    const denial = entry && !SELF_SERVICE_ROUTES.has(res.locals.route ?? "") && accessDenial(entry, req.method, req.ip);
+    if (denial && res.locals.usage) res.locals.usage.refused = "forbidden";
+    if (denial && denial.reason === "network") throw ADDRESS_NOT_ALLOWED;
+    if (denial && denial.reason === "scope") {
       res.set("WWW-Authenticate", insufficientScopeChallenge(denial.scope));
       throw new ApiError("forbidden", `This API key lacks the ${denial.scope} scope this operation needs.`);
     }
     res.locals.apiKey = apiKey;
+    res.locals.decision = decision;
+    if (entry) res.locals.keyEntry = entry;
     next();
   };
 }

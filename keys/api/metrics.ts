@@ -11,6 +11,8 @@ export interface KeyServiceMetrics {
   followEvents(head: () => number): void;
   /** Long polls of GET /v1/events waiting now. */
   longPolls: Gauge;
+  /** POST /v1/usage/reports by outcome: applied, duplicate (a retry of one applied), rejected. */
+  usageReports: Counter<"outcome">;
 }
 
 export function createKeyServiceMetrics(opts: { defaultMetrics?: boolean } = {}): KeyServiceMetrics {
@@ -37,5 +39,10 @@ export function createKeyServiceMetrics(opts: { defaultMetrics?: boolean } = {})
     }),
     followEvents: (source) => void (head = source),
     longPolls: m.gauge({ name: "keys_events_long_polls", help: "GET /v1/events long polls waiting now." }),
+    usageReports: m.counter({
+      name: "keys_usage_reports_total",
+      help: "Gateways' usage reports by outcome: applied, duplicate (a retried report already applied: counted once), rejected (not a report, or the registry could not take it).",
+      labelNames: ["outcome"],
+    }),
   };
 }

@@ -10,5 +10,7 @@ export interface Route {
   scopes?: AdminScope[];
   /** Content types of a JSON body this operation reads; absent: it reads none. */
   body?: readonly string[];
+  /** Largest body it reads (default body.ts's BODY_LIMIT_BYTES). */
+  bodyLimitBytes?: number;
   handle: RequestHandler;
 }

@@ -15,6 +15,7 @@
  */
 import type { EventType, KeyEvent, KeyRecord, KeyState, Page } from "../../lib/key-record.ts";
 import type { PlanName } from "../../lib/api-key-format.ts";
+import type { UsageBucket, UsageGranularity, UsageReportApplied, UsageReportWrite } from "./usage.ts";
 
 /** An event before the store numbers it. */
 export interface NewEvent {
@@ -101,6 +102,17 @@ export interface KeyRegistry {
    * past the limit. Counts of earlier days are deleted as it goes.
    */
   countSignup(address: string, day: string, limit: number): Promise<boolean>;
+  /**
+   * Applies a gateway's usage report in one transaction (keys/registry/usage.ts): its report id
+   * remembered (seen before → `duplicate`, nothing written), its counts added to the hourly and
+   * daily buckets, last use moved forward, a key.banned event per ban not recorded yet, and a
+   * usage.threshold event per key, UTC day and percent reached for the first time.
+   */
+  applyUsageReport(report: UsageReportWrite): Promise<UsageReportApplied>;
+  /** A key's buckets whose start is in [from, to), oldest first; buckets with no request are absent. */
+  usageHistory(keyId: string, granularity: UsageGranularity, from: number, to: number): Promise<UsageBucket[]>;
+  /** Deletes what is past its retention at `now`: hourly buckets after 35 days, daily after 400, old report ids. */
+  pruneUsage(now: number): Promise<void>;
 
   /** Whether the database answers (for /readyz). */
   ping(): Promise<void>;

@@ -8,6 +8,7 @@ import { migratePostgresSchema } from "../../../lib/postgres-migrations.ts";
  * order included) and bigint times in ms. `event_counter` is one row holding the last seq: every
  * writing transaction increments it, which takes its row lock until COMMIT, so writers on any
  * replica are serialised and events get seqs without gaps and become visible in seq order.
+ * Version 2: the usage history's tables, as SQLite's.
  * KEYS_DB must be a database of its own (its `schema_migrations` is the registry's).
  */
 export const POSTGRES_REGISTRY_MIGRATIONS: readonly Migration[] = [
@@ -70,6 +71,51 @@ export const POSTGRES_REGISTRY_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 2,
+    name: "usage history",
+    sql: `
+      CREATE TABLE usage_hourly (
+        key_id    text   NOT NULL,
+        start     bigint NOT NULL,
+        c2xx      bigint NOT NULL,
+        c4xx      bigint NOT NULL,
+        c5xx      bigint NOT NULL,
+        limited   bigint NOT NULL,
+        banned    bigint NOT NULL,
+        forbidden bigint NOT NULL,
+        PRIMARY KEY (key_id, start)
+      );
+      CREATE INDEX usage_hourly_by_start ON usage_hourly (start);
+      CREATE TABLE usage_daily (
+        key_id    text   NOT NULL,
+        start     bigint NOT NULL,
+        c2xx      bigint NOT NULL,
+        c4xx      bigint NOT NULL,
+        c5xx      bigint NOT NULL,
+        limited   bigint NOT NULL,
+        banned    bigint NOT NULL,
+        forbidden bigint NOT NULL,
+        PRIMARY KEY (key_id, start)
+      );
+      CREATE INDEX usage_daily_by_start ON usage_daily (start);
+      CREATE TABLE usage_reports (
+        report_id text   PRIMARY KEY,
+        at        bigint NOT NULL
+      );
+      CREATE INDEX usage_reports_by_at ON usage_reports (at);
+      CREATE TABLE usage_bans (
+        key_id text   PRIMARY KEY,
+        until  bigint NOT NULL
+      );
+      CREATE TABLE usage_thresholds (
+        key_id  text    NOT NULL,
+        day     bigint  NOT NULL,
+        percent integer NOT NULL,
+        PRIMARY KEY (key_id, day, percent)
+      );
+    `,
+  },
+  {
+    version: 3,
     name: "sign-ups per client address and UTC day",
     sql: `
       CREATE TABLE signup_counts (

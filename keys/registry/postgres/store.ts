@@ -16,6 +16,8 @@ import {
   keyUpdateQuery,
 } from "../rows.ts";
 import { RegistryConflictError, type AdminTokenRecord, type IdempotencyClaim, type IdempotentResult, type KeyFilter, type KeyRegistry, type NewEvent } from "../store.ts";
+import { historySql, PRUNE_STATEMENTS, usageBucketOfRow, type UsageBucket, type UsageGranularity, type UsageReportApplied, type UsageReportWrite } from "../usage.ts";
+import { applyUsageSteps, type UsageStepResult } from "../usage-apply.ts";
 import { migrateRegistryPostgres } from "./migrations.ts";
 
 /**
@@ -184,6 +186,31 @@ export class PostgresKeyRegistry implements KeyRegistry {
         [address, day, limit],
       );
       return rowCount === 1;
+    });
+  }
+
+  applyUsageReport(report: UsageReportWrite): Promise<UsageReportApplied> {
+    return this.transaction(async (c) => {
+      const steps = applyUsageSteps(report, (n) => `$${n}`);
+      let result: UsageStepResult;
+      for (;;) {
+        const step = steps.next(result);
+        if (step.done) return step.value;
+        const s = step.value;
+        if ("run" in s) result = (await c.query(s.run, s.values)).rowCount ?? 0;
+        else if ("get" in s) result = (await c.query(s.get, s.values)).rows[0];
+        else result = await appendEvent(c, s.event);
+      }
+    });
+  }
+
+  async usageHistory(keyId: string, granularity: UsageGranularity, from: number, to: number): Promise<UsageBucket[]> {
+    return (await this.query(historySql(granularity, (n) => `$${n}`), [keyId, from, to])).map(usageBucketOfRow);
+  }
+
+  async pruneUsage(now: number): Promise<void> {
+    await this.transaction(async (c) => {
+      for (const { sql, age } of PRUNE_STATEMENTS((n) => `$${n}`)) await c.query(sql, [now - age]);
     });
   }
 

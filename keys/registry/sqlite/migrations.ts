@@ -11,6 +11,9 @@ import { migrateSqliteSchema } from "../../../lib/sqlite-migrations.ts";
  *   one writer at a time: no gaps, committed in seq order.
  * - `idempotency`: the answer to a create per admin token and Idempotency-Key, until expires_at.
  * - `admin_tokens`: SHA-256 of each token, never the token; names and hashes unique.
+ * - `usage_hourly`, `usage_daily`: a key's counts per hour / UTC day by outcome (keys/registry/usage.ts);
+ *   `usage_reports` the report ids applied; `usage_bans` each key's last ban recorded (key.banned
+ *   once per ban); `usage_thresholds` the usage.threshold events made per key, day and percent.
  * - `signup_counts`: self-serve sign-ups per client address (an IPv6 /64) and UTC day (keys/signups/).
  */
 export const SQLITE_REGISTRY_MIGRATIONS: readonly Migration[] = [
@@ -68,6 +71,51 @@ export const SQLITE_REGISTRY_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 2,
+    name: "usage history",
+    sql: `
+      CREATE TABLE usage_hourly (
+        key_id    TEXT    NOT NULL,
+        start     INTEGER NOT NULL,
+        c2xx      INTEGER NOT NULL,
+        c4xx      INTEGER NOT NULL,
+        c5xx      INTEGER NOT NULL,
+        limited   INTEGER NOT NULL,
+        banned    INTEGER NOT NULL,
+        forbidden INTEGER NOT NULL,
+        PRIMARY KEY (key_id, start)
+      ) STRICT;
+      CREATE INDEX usage_hourly_by_start ON usage_hourly (start);
+      CREATE TABLE usage_daily (
+        key_id    TEXT    NOT NULL,
+        start     INTEGER NOT NULL,
+        c2xx      INTEGER NOT NULL,
+        c4xx      INTEGER NOT NULL,
+        c5xx      INTEGER NOT NULL,
+        limited   INTEGER NOT NULL,
+        banned    INTEGER NOT NULL,
+        forbidden INTEGER NOT NULL,
+        PRIMARY KEY (key_id, start)
+      ) STRICT;
+      CREATE INDEX usage_daily_by_start ON usage_daily (start);
+      CREATE TABLE usage_reports (
+        report_id TEXT    PRIMARY KEY,
+        at        INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX usage_reports_by_at ON usage_reports (at);
+      CREATE TABLE usage_bans (
+        key_id TEXT    PRIMARY KEY,
+        until  INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE usage_thresholds (
+        key_id  TEXT    NOT NULL,
+        day     INTEGER NOT NULL,
+        percent INTEGER NOT NULL,
+        PRIMARY KEY (key_id, day, percent)
+      ) STRICT;
+    `,
+  },
+  {
+    version: 3,
     name: "sign-ups per client address and UTC day",
     sql: `
       CREATE TABLE signup_counts (

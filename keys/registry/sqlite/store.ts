@@ -8,6 +8,7 @@ import { toStorageError } from "../../../lib/sqlite-faults.ts";
 import { WorkerCalls } from "../../../lib/worker-calls.ts";
 import { ADMIN_TOKEN_COLUMNS, adminTokenOfRow, EVENT_COLUMNS, KEY_CHANGED_MEANWHILE, KEY_COLUMNS, keyEventOfRow, keyPage, keyPageQuery, keyRecordOfRow } from "../rows.ts";
 import { RegistryConflictError, type AdminTokenRecord, type IdempotencyClaim, type IdempotentResult, type KeyFilter, type KeyRegistry, type NewEvent } from "../store.ts";
+import { historySql, usageBucketOfRow, type UsageBucket, type UsageGranularity, type UsageReportApplied, type UsageReportWrite } from "../usage.ts";
 import { migrateRegistrySqlite } from "./migrations.ts";
 import { CONFLICT, type WriteRequest, type WriteResult } from "./writes.ts";
 
@@ -113,6 +114,18 @@ export class SqliteKeyRegistry implements KeyRegistry {
 
   async countSignup(address: string, day: string, limit: number): Promise<boolean> {
     return (await this.write({ op: "countSignup", address, day, limit })) === true;
+  }
+
+  applyUsageReport(report: UsageReportWrite): Promise<UsageReportApplied> {
+    return this.write({ op: "applyUsageReport", report }) as Promise<UsageReportApplied>;
+  }
+
+  async usageHistory(keyId: string, granularity: UsageGranularity, from: number, to: number): Promise<UsageBucket[]> {
+    return this.read((db) => db.prepare(historySql(granularity, (n) => `?${n}`)).all(keyId, from, to)).map(usageBucketOfRow);
+  }
+
+  async pruneUsage(now: number): Promise<void> {
+    await this.write({ op: "pruneUsage", now });
   }
 
   /** A cheap read of the file: fails as the reads would. */

@@ -3,6 +3,8 @@ import type { KeyEvent, KeyRecord } from "../../../lib/key-record.ts";
 import { withResultCode } from "../../../lib/sqlite.ts";
 import { KEY_CHANGED_MEANWHILE, KEY_COLUMNS, keyColumnValues, keyUpdateQuery } from "../rows.ts";
 import type { AdminTokenRecord, IdempotencyClaim, NewEvent } from "../store.ts";
+import { PRUNE_STATEMENTS, type UsageReportApplied, type UsageReportWrite } from "../usage.ts";
+import { applyUsageSteps, type UsageStepResult } from "../usage-apply.ts";
 
 /**
  * The registry's writes, each one transaction (BEGIN IMMEDIATE: the file's one writer, waiting
@@ -17,9 +19,11 @@ export type WriteRequest =
   | { op: "appendEvent"; event: NewEvent }
   | { op: "createAdminToken"; token: AdminTokenRecord; event: NewEvent }
   | { op: "revokeAdminToken"; id: string; at: number; event: NewEvent }
+  | { op: "applyUsageReport"; report: UsageReportWrite }
+  | { op: "pruneUsage"; now: number }
   | { op: "countSignup"; address: string; day: string; limit: number };
 
-export type WriteResult = KeyEvent | boolean | undefined;
+export type WriteResult = KeyEvent | UsageReportApplied | boolean | undefined;
 
 /** An error a write throws on purpose; the store turns the code into its error class. */
 export const CONFLICT = "SQLITE_CONSTRAINT";
@@ -86,6 +90,20 @@ function countSignup(db: DatabaseSync, address: string, day: string, limit: numb
   return counted !== undefined;
 }
 
+/** Runs usage-apply.ts's steps on this connection, in the caller's transaction. */
+function applyUsageReport(db: DatabaseSync, report: UsageReportWrite): UsageReportApplied {
+  const steps = applyUsageSteps(report, (n) => `?${n}`);
+  let result: UsageStepResult;
+  for (;;) {
+    const step = steps.next(result);
+    if (step.done) return step.value;
+    const s = step.value;
+    if ("run" in s) result = Number(db.prepare(s.run).run(...(s.values as SQLInputValue[])).changes);
+    else if ("get" in s) result = db.prepare(s.get).get(...(s.values as SQLInputValue[]));
+    else result = appendEvent(db, s.event);
+  }
+}
+
 function run(db: DatabaseSync, w: WriteRequest): WriteResult {
   switch (w.op) {
     case "createKey":
@@ -104,6 +122,11 @@ function run(db: DatabaseSync, w: WriteRequest): WriteResult {
       return revokeAdminToken(db, w.id, w.at, w.event);
     case "countSignup":
       return countSignup(db, w.address, w.day, w.limit);
+    case "applyUsageReport":
+      return applyUsageReport(db, w.report);
+    case "pruneUsage":
+      for (const { sql, age } of PRUNE_STATEMENTS((n) => `?${n}`)) db.prepare(sql).run(w.now - age);
+      return undefined;
   }
 }
 

@@ -6,6 +6,7 @@ import { requiredScope } from "../../../../gateway/auth/access.ts";
 import { ERRORS } from "../../../../lib/http/errors.ts";
 import { STATUS_VALUES } from "../../../../gateway/http/pet-mapping.ts";
 import { ROUTES } from "../../../../gateway/http/routes.ts";
+import { SELF_SERVICE_ROUTES } from "../../../../gateway/usage/me-routes.ts";
 import { LIST_LIMIT, NAME_MAX_LENGTH } from "../../../../pet-service/rules.ts";
 import {
   HTTP_METHODS,
@@ -87,9 +88,10 @@ describe("gateway/http/openapi.json", () => {
     expect(doc.components.securitySchemes!.bearerAuth).toMatchObject({ type: "http", scheme: "bearer", bearerFormat: "JWT" });
   });
 
-  it("names the scope each operation needs, as the gateway enforces it (GET pets:read, POST pets:write)", () => {
-    for (const { method, op } of operations()) {
-      expect(op.security, op.operationId).toEqual([{ bearerAuth: [requiredScope(method.toUpperCase())] }]);
+  it("names the scope each operation needs, as the gateway enforces it (GET pets:read, POST pets:write; the key's own /me* none)", () => {
+    for (const { path, method, op } of operations()) {
+      const scopes = SELF_SERVICE_ROUTES.has(`/v1${path}`) ? [] : [requiredScope(method.toUpperCase())];
+      expect(op.security, op.operationId).toEqual([{ bearerAuth: scopes }]);
     }
   });
 
@@ -124,11 +126,13 @@ describe("gateway/http/openapi.json", () => {
     }
   });
 
-  it("has exactly the three operations of the route table, getPet alone deprecated", () => {
+  it("has exactly the three operations of the route table and the key's own two, getPet alone deprecated", () => {
     expect(operations().map(({ path, method, op }) => [method, path, op.operationId, op.deprecated ?? false])).toEqual([
       ["get", "/pets", "listPets", false],
       ["post", "/pets", "createPet", false],
       ["get", "/pets/{petId}", "getPet", true],
+      ["get", "/me", "getMe", false],
+      ["get", "/me/usage", "getMyUsage", false],
     ]);
     for (const route of ROUTES) {
       const path = route.path.replace(/:([A-Za-z]+)/g, "{$1}");
@@ -136,7 +140,8 @@ describe("gateway/http/openapi.json", () => {
       expect(described?.operationId).toBe(route.operation);
       expect(described?.deprecated ?? false).toBe(Boolean(route.deprecation));
     }
-    expect(ROUTES).toHaveLength(operations().length);
+    expect(ROUTES).toHaveLength(operations().length - SELF_SERVICE_ROUTES.size);
+    for (const path of SELF_SERVICE_ROUTES) expect(doc.paths[path.slice("/v1".length)]?.get?.security).toEqual([{ bearerAuth: [] }]);
   });
 
   it("gives no example for values a client must not copy: the server-issued cursor, the single-use Idempotency-Key", () => {

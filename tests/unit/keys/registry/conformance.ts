@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KeyRecord } from "../../../../lib/key-record.ts";
 import { StorageUnavailableError } from "../../../../lib/storage-faults.ts";
 import { InvalidCursorError, RegistryConflictError, type KeyRegistry, type NewEvent } from "../../../../keys/registry/store.ts";
+import { DAY_MS, HOUR_MS, type UsageBucketWrite, type UsageReportWrite } from "../../../../keys/registry/usage.ts";
 
 /** A registry under test on a database of its own; `reopen` closes it and opens the same database again. */
 export interface RegistryHarness {
@@ -40,6 +41,28 @@ function record(overrides: Partial<KeyRecord> = {}): KeyRecord {
   };
 }
 
+const counts = (c: Partial<UsageBucketWrite> & Pick<UsageBucketWrite, "keyId" | "hour">): UsageBucketWrite => ({
+  "2xx": 0,
+  "4xx": 0,
+  "5xx": 0,
+  limited: 0,
+  banned: 0,
+  forbidden: 0,
+  ...c,
+});
+let reports = 0;
+const report = (r: Partial<UsageReportWrite>): UsageReportWrite => ({
+  reportId: `report-${++reports}`,
+  at: T0,
+  actor: "gw",
+  buckets: [],
+  bans: [],
+  lastUsed: [],
+  dailyLimits: {},
+  thresholdPercents: [80, 100],
+  ...r,
+});
+
 const event = (keyId: string | null, type: NewEvent["type"] = "key.created", changes: Record<string, unknown> = {}): NewEvent => ({
   at: T0,
   actor: "cli",
@@ -53,6 +76,7 @@ export function registryConformance(name: string, open: () => Promise<RegistryHa
   describe(`KeyRegistry conformance: ${name}`, () => {
     let h: RegistryHarness;
     const reg = () => h.registry;
+    const anotherRegistry = () => h.another();
     beforeAll(async () => {
       h = await open();
     });
@@ -230,6 +254,84 @@ export function registryConformance(name: string, open: () => Promise<RegistryHa
       expect(await reg().getKey(r.id)).toEqual(r);
     });
 
+    it("usage reports add up exactly by hour and UTC day; a replayed report id counts once", async () => {
+      const r = record();
+      await reg().createKey(r, event(r.id));
+      const h = T0 + 23 * HOUR_MS;
+      const seq = await reg().lastSeq();
+      const first = report({ buckets: [counts({ keyId: r.id, hour: h, "2xx": 5, "4xx": 1 }), counts({ keyId: r.id, hour: h + HOUR_MS, "2xx": 2, limited: 3 })] });
+      expect(await reg().applyUsageReport(first)).toEqual({ duplicate: false, events: [] });
+      expect(await reg().applyUsageReport(first)).toEqual({ duplicate: true, events: [] });
+      const other = await anotherRegistry();
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 ? other : reg()).applyUsageReport(report({ buckets: [counts({ keyId: r.id, hour: h, "2xx": 1, "5xx": 1, banned: 1, forbidden: 2 })] })),
+        ),
+      );
+      expect(await reg().usageHistory(r.id, "hour", T0, T0 + 2 * DAY_MS)).toEqual([
+        { start: h, "2xx": 25, "4xx": 1, "5xx": 20, limited: 0, banned: 20, forbidden: 40 },
+        { start: h + HOUR_MS, "2xx": 2, "4xx": 0, "5xx": 0, limited: 3, banned: 0, forbidden: 0 },
+      ]);
+      expect(await reg().usageHistory(r.id, "day", T0 - DAY_MS, T0 + 2 * DAY_MS)).toEqual([
+        { start: T0, "2xx": 25, "4xx": 1, "5xx": 20, limited: 0, banned: 20, forbidden: 40 },
+        { start: T0 + DAY_MS, "2xx": 2, "4xx": 0, "5xx": 0, limited: 3, banned: 0, forbidden: 0 },
+      ]);
+      // Counting writes no event.
+      expect(await reg().lastSeq()).toBe(seq);
+    });
+
+    it("history ranges are [from, to); other keys' buckets never show", async () => {
+      const [a, b] = [record(), record()];
+      for (const k of [a, b]) await reg().createKey(k, event(k.id));
+      await reg().applyUsageReport(report({ buckets: [0, 1, 2, 3].map((i) => counts({ keyId: a.id, hour: T0 + i * HOUR_MS, "2xx": i + 1 })) }));
+      await reg().applyUsageReport(report({ buckets: [counts({ keyId: b.id, hour: T0 + HOUR_MS, "4xx": 9 })] }));
+      const starts = async (from: number, to: number) => (await reg().usageHistory(a.id, "hour", from, to)).map((x) => x["2xx"]);
+      expect(await starts(T0 + HOUR_MS, T0 + 3 * HOUR_MS)).toEqual([2, 3]);
+      expect(await starts(T0 + HOUR_MS + 1, T0 + 3 * HOUR_MS + 1)).toEqual([3, 4]);
+      expect(await starts(T0 + 4 * HOUR_MS, T0 + 9 * HOUR_MS)).toEqual([]);
+      expect(await reg().usageHistory("key_nobody", "day", 0, T0 * 2)).toEqual([]);
+    });
+
+    it("a report moves last use forward, appends key.banned once per ban and usage.threshold at 80 % and 100 % once per key and UTC day", async () => {
+      const r = record();
+      await reg().createKey(r, event(r.id));
+      const limits = { [r.id]: 10 };
+      const applied = async (w: Partial<UsageReportWrite>) => (await reg().applyUsageReport(report({ dailyLimits: limits, ...w }))).events;
+      expect(await applied({ buckets: [counts({ keyId: r.id, hour: T0, "2xx": 7, limited: 50 })], lastUsed: [{ keyId: r.id, at: T0 + 5 }] })).toEqual([]);
+      const at80 = await applied({ buckets: [counts({ keyId: r.id, hour: T0 + HOUR_MS, "4xx": 1 })], lastUsed: [{ keyId: r.id, at: T0 + 2 }] });
+      expect(at80).toMatchObject([{ type: "usage.threshold", keyId: r.id, actor: "gw", changes: { window: "day", percent: 80, used: 8, limit: 10 } }]);
+      expect((await reg().getKey(r.id))!.lastUsedAt).toBe(T0 + 5);
+      expect(await applied({ buckets: [counts({ keyId: r.id, hour: T0, "2xx": 1 })] })).toEqual([]);
+      // Past both at once the next day: 80 then 100; the day after that again.
+      const next = await applied({ buckets: [counts({ keyId: r.id, hour: T0 + DAY_MS, "5xx": 12 })] });
+      expect(next.map((e) => e.changes.percent)).toEqual([80, 100]);
+      expect(next[1]!.seq).toBe(next[0]!.seq + 1);
+      const until = T0 + 900_000;
+      const banned = await applied({ bans: [{ keyId: r.id, until }] });
+      expect(banned).toMatchObject([{ type: "key.banned", keyId: r.id, changes: { until: new Date(until).toISOString() } }]);
+      // The same ban from another gateway (its Retry-After rounded otherwise): no second event.
+      expect(await applied({ bans: [{ keyId: r.id, until: until + 1000 }] })).toEqual([]);
+      expect(await applied({ bans: [{ keyId: r.id, until: until - 1000 }] })).toEqual([]);
+      expect(await applied({ bans: [{ keyId: r.id, until: until + 3_600_000 }] })).toHaveLength(1);
+    });
+
+    it("prunes hourly buckets after 35 days and daily ones after 400 (judged at the given time)", async () => {
+      const r = record();
+      await reg().createKey(r, event(r.id));
+      const old = T0 - 40 * DAY_MS;
+      await reg().applyUsageReport(report({ buckets: [counts({ keyId: r.id, hour: old, "2xx": 1 }), counts({ keyId: r.id, hour: T0, "2xx": 2 })] }));
+      const now = T0 + HOUR_MS;
+      await reg().pruneUsage(now);
+      expect((await reg().usageHistory(r.id, "hour", 0, now)).map((b) => b.start)).toEqual([T0]);
+      expect((await reg().usageHistory(r.id, "day", 0, now)).map((b) => b.start)).toEqual([old, T0]);
+      await reg().pruneUsage(T0 + 35 * DAY_MS);
+      expect(await reg().usageHistory(r.id, "hour", 0, now)).toHaveLength(1);
+      await reg().pruneUsage(T0 + 35 * DAY_MS + 1);
+      expect(await reg().usageHistory(r.id, "hour", 0, now)).toEqual([]);
+      await reg().pruneUsage(old + 400 * DAY_MS + 1);
+      expect((await reg().usageHistory(r.id, "day", 0, T0 + 400 * DAY_MS)).map((b) => b.start)).toEqual([T0]);
+    });
+
     it("reopening keeps every row and applies no migration twice", async () => {
       const r = record();
       await reg().createKey(r, event(r.id));
@@ -240,7 +342,7 @@ export function registryConformance(name: string, open: () => Promise<RegistryHa
       expect(await reopened.getKey(r.id)).toEqual(r);
       expect(await reopened.lastSeq()).toBe(seq);
       expect(await h.migrationVersions()).toEqual(versions);
-      expect(versions).toEqual([1, 2]);
+      expect(versions).toEqual([1, 2, 3]);
     });
   });
 }

@@ -54,6 +54,8 @@
   const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
   const when = (iso) => (iso ? timeFormat.format(new Date(iso)) : "never");
   const count = (n) => Number(n).toLocaleString();
+  /** The gateway's message as a sentence ("API key revoked" → "API key revoked."). */
+  const sentence = (text) => (text && !/[.!?]$/.test(text) ? `${text}.` : text);
   const inSeconds = (s) => (s >= 120 ? `${Math.ceil(s / 60)} minutes` : `${s} seconds`);
 
   /** What the holder reads for an answer that is not 200: a title and a sentence. */
@@ -64,9 +66,9 @@
       case 0:
         return ["The gateway did not answer", "Check your connection and try again."];
       case 401:
-        return ["This key is not accepted", `${message || "The key is not valid."} A revoked or expired key stays refused; ask for a new one.`];
+        return ["This key is not accepted", `${sentence(message) || "The key is not valid."} A revoked or expired key stays refused; ask for a new one.`];
       case 403:
-        return ["This key may not read its usage", message || "Forbidden."];
+        return ["This key may not read its usage", sentence(message) || "Forbidden."];
       case 429:
         if (code === "api_key_banned") {
           const until = answer.retryAfter ? ` until ${timeFormat.format(new Date(Date.now() + answer.retryAfter * 1000))} (${inSeconds(answer.retryAfter)})` : "";
@@ -76,7 +78,7 @@
       case 503:
         return ["The key service is not answering", `Usage cannot be read right now; try again${answer.retryAfter ? ` in ${inSeconds(answer.retryAfter)}` : " in a minute"}. Your key still works on the API.`];
       default:
-        return [`The gateway answered ${answer.status}`, message || "Something went wrong; try again later."];
+        return [`The gateway answered ${answer.status}`, sentence(message) || "Something went wrong; try again later."];
     }
   }
 
@@ -152,13 +154,10 @@
     const failed = [hours, days].find((a) => a.status !== 200);
     show($("history"), true);
     show($("history-error"), Boolean(failed));
+    for (const id of ["hours-block", "days-block"]) show($(id), !failed);
     if (failed) {
       const [title, text] = explain(failed);
       $("history-error").textContent = `${title}: ${text}`;
-      for (const id of ["hours", "days"]) {
-        show($(`${id}-empty`), false);
-        show($(`${id}-chart`).parentElement, false);
-      }
       return;
     }
     const now = Date.now();

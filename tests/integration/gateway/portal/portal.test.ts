@@ -189,7 +189,7 @@ describe("/portal in a browser", { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
     const { page, record } = await paste(key);
     try {
       expect(await page.locator("#message-title").textContent()).toBe("This key is not accepted");
-      expect(await page.locator("#message-text").textContent()).toMatch(/revoked/i);
+      expect(await page.locator("#message-text").textContent()).toBe("API key revoked. A revoked or expired key stays refused; ask for a new one.");
       expect(await page.locator("#overview").isVisible()).toBe(false);
       await shot(page, "revoked.png");
       expectClean(record, 401);

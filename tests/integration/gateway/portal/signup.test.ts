@@ -3,6 +3,9 @@
  * process's POST /portal/signup → the key service's POST /v1/signups with the gateway's token → a
  * Free key shown once, which works on /v1/pets; five a day from one address, then 429.
  */
+import { mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SIGNUPS_PER_ADDRESS_PER_DAY } from "../../../../keys/signups/signups.ts";
@@ -14,6 +17,8 @@ import { adminRequest } from "../../../../testkit/key-service.ts";
 const { gateway, keys } = useGatewayProcess({ SIGNUP: "open" });
 let browser: Browser;
 const BROWSER_TEST_TIMEOUT_MS = 120_000;
+/** Where portal.test.ts saves its screenshots too. */
+const SCREENSHOTS = path.join(tmpdir(), "petstore-portal-screenshots");
 
 beforeAll(async () => {
   browser = await launchChromium();
@@ -36,6 +41,8 @@ async function openPortal(): Promise<{ page: Page; record: PageRecord }> {
   const record = recordPage(page);
   expect((await page.goto(`${gateway().url}/portal`))?.status()).toBe(200);
   await page.locator("#signup-form").waitFor({ state: "visible", timeout: 60_000 });
+  // No key yet: nothing to refresh or forget.
+  expect(await page.locator("#refresh").isVisible()).toBe(false);
   return { page, record };
 }
 
@@ -55,6 +62,8 @@ describe("sign-up on /portal with SIGNUP=open", { timeout: BROWSER_TEST_TIMEOUT_
       const key = (await shown.textContent())!.trim();
       expect(key).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
       expect(await page.locator("#signup-form").isVisible()).toBe(false);
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: path.join(SCREENSHOTS, "signup.png"), fullPage: true });
 
       await page.locator("#copy-key").click();
       await expect.poll(() => page.locator("#copy-status").textContent()).toBe("Copied.");
@@ -66,6 +75,12 @@ describe("sign-up on /portal with SIGNUP=open", { timeout: BROWSER_TEST_TIMEOUT_
       const pets = await fetch(`${gateway().url}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${key}` } });
       expect(pets.status).toBe(200);
       expect(pets.headers.get("x-ratelimit-limit")).toBe("60");
+
+      // "Show its usage" reads the new key's own page.
+      await page.locator("#use-key").click();
+      await page.locator("#overview:not([hidden])").waitFor({ timeout: 30_000 });
+      expect(await page.locator("#plan").textContent()).toBe("free");
+      expect(await page.locator("#key-name").textContent()).toBe("Grace Hopper");
 
       // Shown once: the page again has the form, not the key.
       await page.reload();

@@ -1,3 +1,4 @@
+import os from "node:os";
 import { ConfigError, runMain } from "../lib/config.ts";
 import { systemClock } from "../lib/clock.ts";
 import { messageOf } from "../lib/error-message.ts";
@@ -30,6 +31,8 @@ await runMain(async () => {
     clock: systemClock,
     logger,
     metrics: createKeyServiceMetrics({ defaultMetrics: true }),
+    // The same replica restarted (same host and port, after kill -9 say) takes its webhook leases back at once.
+    webhooks: { owner: `${os.hostname()}:${config.KEYS_PORT}` },
   });
   const server = createKeyServiceServer(service.app, logger);
   const port = await listen(server, config.KEYS_PORT, config.KEYS_HOST).catch(async (err: unknown) => {

@@ -11,6 +11,7 @@ import { startFeed, type Feed } from "./feed/feed.ts";
 import { ensureKeyPair } from "./key-pairs.ts";
 import { createKeyOperations, type KeyOperations } from "./operations/index.ts";
 import type { KeyRegistry } from "./registry/store.ts";
+import { startWebhookWorker, type WebhookWorkerDeps } from "./webhooks/worker.ts";
 import { startUsagePruning } from "./usage-history/pruning.ts";
 
 export interface KeyServiceDeps {
@@ -25,6 +26,8 @@ export interface KeyServiceDeps {
   clock: Clock;
   logger: Logger;
   metrics?: KeyServiceMetrics;
+  /** The webhook delivery worker's schedule, per-attempt timeout, polling, lease and replica name (tests shorten them). */
+  webhooks?: Pick<WebhookWorkerDeps, "schedule" | "timeoutMs" | "pollMs" | "leaseMs" | "owner">;
 }
 
 export interface KeyService {
@@ -36,7 +39,7 @@ export interface KeyService {
   feed: Feed;
   /** From now on /readyz answers 503 (SIGTERM: the orchestrator stops sending). */
   markStopping(): void;
-  /** Stops the follower (waking every long poll), Redis, and closes the registry. */
+  /** Stops the webhook worker (leases given back), the follower (waking every long poll), Redis, and closes the registry. */
   close(): Promise<void>;
 }
 
@@ -52,6 +55,15 @@ export async function createKeyService(deps: KeyServiceDeps): Promise<KeyService
   const metrics = deps.metrics ?? createKeyServiceMetrics();
   const feed = await startFeed({ registry, logger, keysDir: deps.keysDir, redisUrl: deps.redisUrl });
   metrics.followEvents(() => feed.follower.head());
+  const webhooks = startWebhookWorker({
+    registry,
+    clock,
+    logger,
+    head: () => feed.follower.head(),
+    onAttempt: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+    ...deps.webhooks,
+  });
+  metrics.followWebhooks(() => webhooks.oldestPendingMs());
   const operations = createKeyOperations({ registry, keysDir: deps.keysDir, clock });
   const stopPruning = startUsagePruning({ registry, clock, logger });
   let stopping = false;
@@ -73,6 +85,7 @@ export async function createKeyService(deps: KeyServiceDeps): Promise<KeyService
     feed,
     markStopping: () => void (stopping = true),
     async close() {
+      await webhooks.close();
       stopPruning();
       await feed.close();
       await registry.close();

@@ -51,8 +51,8 @@ export interface TestKeys {
 /** A key's id from the key itself or the id. */
 export const keyIdOf = (keyOrId: string): string => (keyOrId.includes(".") ? String(tokenPayload(keyOrId).sub) : keyOrId);
 
-export async function createTestKeys(opts: { redisUrl?: string } = {}): Promise<TestKeys> {
-  const service = await startKeyService(opts.redisUrl ? { redisUrl: opts.redisUrl } : {});
+export async function createTestKeys(opts: { redisUrl?: string; db?: string } = {}): Promise<TestKeys> {
+  const service = await startKeyService({ ...(opts.redisUrl && { redisUrl: opts.redisUrl }), ...(opts.db && { db: opts.db }) });
   const admin = async (method: string, path: string, body?: unknown, contentType = "application/json"): Promise<Record<string, unknown>> => {
     const answer = await adminRequest(service.url, method, path, { token: service.adminToken, body, headers: body === undefined ? {} : { "Content-Type": contentType } });
     if (answer.status >= 300) throw new Error(`${method} ${path} answered ${answer.status}: ${answer.text}`);
@@ -80,6 +80,8 @@ export async function createTestKeys(opts: { redisUrl?: string } = {}): Promise<
 export interface RunningGateway {
   url: string;
   server: Server;
+  /** Its Prometheus metrics (the same registry /metrics shows). */
+  metrics: GatewayMetrics;
   close(): Promise<void>;
 }
 
@@ -94,6 +96,8 @@ export interface GatewayOptions {
   overrides?: Partial<AppDeps>;
   /** Do not wait for the key service's state (a test of the cold start). */
   cold?: boolean;
+  /** Key-hours of usage waiting for the key service at most (gateway/usage/reporter.ts). */
+  usageBacklogKeyHours?: number;
   /** More configuration (SIGNUP, TRUST_PROXY…), as the environment would give it. */
   env?: Record<string, string>;
 }
@@ -154,6 +158,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     metrics,
     ...(opts.limiter ? { limiter: typeof opts.limiter === "function" ? opts.limiter(metrics) : opts.limiter } : {}),
     ...(opts.overrides ? { overrides: opts.overrides } : {}),
+    ...(opts.usageBacklogKeyHours !== undefined && { usageBacklogKeyHours: opts.usageBacklogKeyHours }),
   });
   const { app } = gateway;
   const server = await new Promise<Server>((resolve) => {
@@ -165,6 +170,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   return {
     url,
     server,
+    metrics,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -10,7 +10,7 @@ import { createLogger, type Logger } from "../lib/logger.ts";
 import type { KeyOperations } from "../keys/operations/index.ts";
 import { openRegistry } from "../keys/registry/open.ts";
 import type { KeyRegistry } from "../keys/registry/store.ts";
-import { createKeyService, createKeyServiceServer, type KeyService } from "../keys/service.ts";
+import { createKeyService, createKeyServiceServer, type KeyService, type KeyServiceDeps } from "../keys/service.ts";
 import { freePort } from "./net.ts";
 import { launchNode } from "./process.ts";
 
@@ -25,6 +25,8 @@ export interface StartKeyServiceOptions {
   adminToken?: string;
   /** Where the service logs (default: silent). */
   logger?: Logger;
+  /** The webhook worker's schedule, timeout, polling, lease (createKeyService's `webhooks`). */
+  webhooks?: KeyServiceDeps["webhooks"];
 }
 
 /** The real key service (createKeyService) in this process, listening on a free loopback port. */
@@ -57,6 +59,7 @@ export async function startKeyService(opts: StartKeyServiceOptions = {}): Promis
     adminTokenFile: path.join(dir, "admin-token"),
     clock: opts.clock ?? Date.now,
     logger,
+    ...(opts.webhooks && { webhooks: opts.webhooks }),
   });
   const server = createKeyServiceServer(service.app, logger);
   const port = await listen(server, 0, "127.0.0.1");

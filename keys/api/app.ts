@@ -19,6 +19,7 @@ import { createSignups } from "../signups/signups.ts";
 import { signupRoutes } from "./signup-routes.ts";
 import type { KeyServiceMetrics } from "./metrics.ts";
 import { usageReader } from "./usage.ts";
+import { webhookRoutes } from "./webhook-routes.ts";
 import { usageHistoryRoutes } from "./usage-history-routes.ts";
 import { OPENAPI_PATH, opsRoutes } from "./ops-routes.ts";
 import type { Route } from "./route.ts";
@@ -46,7 +47,14 @@ export function createAdminApp(deps: AdminApiDeps): express.Express {
   app.use(requestContext());
   app.use(accessLog(deps));
 
-  const routes: Route[] = [...keyRoutes({ ...deps, usage: usageReader(deps) }), ...usageHistoryRoutes(deps), ...eventsRoutes(deps), ...adminTokenRoutes(deps), ...opsRoutes(deps)];
+  const routes: Route[] = [
+    ...keyRoutes({ ...deps, usage: usageReader(deps) }),
+    ...usageHistoryRoutes(deps),
+    ...eventsRoutes(deps),
+    ...adminTokenRoutes(deps),
+    ...webhookRoutes(deps),
+    ...opsRoutes(deps),
+  ];
   routes.push(...signupRoutes({ signups: createSignups(deps), follower: deps.follower }));
   const router = express.Router({ caseSensitive: true, strict: false });
   for (const route of routes) {

@@ -11,6 +11,10 @@ export interface KeyServiceMetrics {
   followEvents(head: () => number): void;
   /** Long polls of GET /v1/events waiting now. */
   longPolls: Gauge;
+  /** Webhook delivery attempts by outcome: delivered, failed (to be retried), given_up. */
+  webhookDeliveries: Counter<"outcome">;
+  /** Read at each scrape from what followWebhooks names: the oldest undelivered event's age (ms). */
+  followWebhooks(oldestPendingMs: () => number): void;
   /** POST /v1/usage/reports by outcome: applied, duplicate (a retry of one applied), rejected. */
   usageReports: Counter<"outcome">;
 }
@@ -18,6 +22,21 @@ export interface KeyServiceMetrics {
 export function createKeyServiceMetrics(opts: { defaultMetrics?: boolean } = {}): KeyServiceMetrics {
   const m = createMetricsRegistry(opts);
   let head = () => 0;
+  let oldestPendingMs = () => 0;
+  const webhookDeliveries = m.counter({
+    name: "keys_webhook_deliveries_total",
+    help: "Webhook delivery attempts by outcome: delivered, failed (retried later), given_up (failing 24 h; the next event goes).",
+    labelNames: ["outcome"],
+  });
+  // Every outcome from 0, so "failing and none delivered" alerts read a series that exists.
+  for (const outcome of ["delivered", "failed", "given_up"]) webhookDeliveries.labels(outcome).inc(0);
+  m.gauge({
+    name: "keys_webhook_oldest_pending_seconds",
+    help: "Age of the oldest event this replica has yet to deliver to a subscription it delivers (0: none waiting).",
+    collect() {
+      this.set(oldestPendingMs() / 1000);
+    },
+  });
   return {
     registry: m.registry,
     httpRequests: m.counter({
@@ -39,6 +58,8 @@ export function createKeyServiceMetrics(opts: { defaultMetrics?: boolean } = {})
     }),
     followEvents: (source) => void (head = source),
     longPolls: m.gauge({ name: "keys_events_long_polls", help: "GET /v1/events long polls waiting now." }),
+    webhookDeliveries,
+    followWebhooks: (source) => void (oldestPendingMs = source),
     usageReports: m.counter({
       name: "keys_usage_reports_total",
       help: "Gateways' usage reports by outcome: applied, duplicate (a retried report already applied: counted once), rejected (not a report, or the registry could not take it).",

@@ -15,6 +15,7 @@
  */
 import type { EventType, KeyEvent, KeyRecord, KeyState, Page } from "../../lib/key-record.ts";
 import type { PlanName } from "../../lib/api-key-format.ts";
+import type { WebhookRegistry } from "./webhooks.ts";
 import type { UsageBucket, UsageGranularity, UsageReportApplied, UsageReportWrite } from "./usage.ts";
 
 /** An event before the store numbers it. */
@@ -60,7 +61,8 @@ export interface AdminTokenRecord {
   revokedAt: number | null;
 }
 
-export interface KeyRegistry {
+/** Webhooks' part: ./webhooks.ts. */
+export interface KeyRegistry extends WebhookRegistry {
   /**
    * Creates the key (its id must be new) with its event. With `idempotency`, records the answer in
    * the same transaction; a live claim of the same token and key makes it a RegistryConflictError

@@ -8,7 +8,7 @@ import { migratePostgresSchema } from "../../../lib/postgres-migrations.ts";
  * order included) and bigint times in ms. `event_counter` is one row holding the last seq: every
  * writing transaction increments it, which takes its row lock until COMMIT, so writers on any
  * replica are serialised and events get seqs without gaps and become visible in seq order.
- * Version 2: the usage history's tables, as SQLite's.
+ * Version 2: the usage history's tables, as SQLite's; version 3: the webhooks' tables, as SQLite's.
  * KEYS_DB must be a database of its own (its `schema_migrations` is the registry's).
  */
 export const POSTGRES_REGISTRY_MIGRATIONS: readonly Migration[] = [
@@ -116,6 +116,38 @@ export const POSTGRES_REGISTRY_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 3,
+    name: "webhook subscriptions, delivery progress and attempts",
+    sql: `
+      CREATE TABLE webhooks (
+        id               text    PRIMARY KEY,
+        url              text    NOT NULL,
+        events           json    NOT NULL,
+        secret           text    NOT NULL,
+        created_at       bigint  NOT NULL,
+        deleted_at       bigint,
+        cursor           bigint  NOT NULL,
+        failures         integer NOT NULL DEFAULT 0,
+        first_attempt_at bigint,
+        next_attempt_at  bigint,
+        lease_owner      text,
+        lease_until      bigint
+      );
+      CREATE TABLE webhook_deliveries (
+        id         bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        webhook_id text    NOT NULL,
+        event_seq  bigint  NOT NULL,
+        type       text    NOT NULL,
+        attempt    integer NOT NULL,
+        status     integer,
+        at         bigint  NOT NULL,
+        error      text
+      );
+      CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
+      CREATE INDEX events_by_key ON events (key_id, seq);
+    `,
+  },
+  {
+    version: 4,
     name: "sign-ups per client address and UTC day",
     sql: `
       CREATE TABLE signup_counts (

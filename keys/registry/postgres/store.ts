@@ -16,6 +16,8 @@ import {
   keyUpdateQuery,
 } from "../rows.ts";
 import { RegistryConflictError, type AdminTokenRecord, type IdempotencyClaim, type IdempotentResult, type KeyFilter, type KeyRegistry, type NewEvent } from "../store.ts";
+import { DELIVERY_COLUMNS, deliveryCursorAfter, deliveryPage, WEBHOOK_COLUMNS, webhookOfRow } from "../webhook-rows.ts";
+import type { DeliveryAttempt, NewWebhook, WebhookProgress, WebhookSubscription } from "../webhooks.ts";
 import { historySql, PRUNE_STATEMENTS, usageBucketOfRow, type UsageBucket, type UsageGranularity, type UsageReportApplied, type UsageReportWrite } from "../usage.ts";
 import { applyUsageSteps, type UsageStepResult } from "../usage-apply.ts";
 import { migrateRegistryPostgres } from "./migrations.ts";
@@ -187,6 +189,80 @@ export class PostgresKeyRegistry implements KeyRegistry {
       );
       return rowCount === 1;
     });
+  }
+
+  createWebhook(w: NewWebhook, event: NewEvent): Promise<KeyEvent> {
+    return this.transaction(async (c) => {
+      const created = await appendEvent(c, event);
+      await c.query("INSERT INTO webhooks (id, url, events, secret, created_at, cursor) VALUES ($1, $2, $3, $4, $5, $6)", [
+        w.id,
+        w.url,
+        JSON.stringify(w.events),
+        w.secret,
+        w.createdAt,
+        created.seq,
+      ]);
+      return created;
+    });
+  }
+
+  deleteWebhook(id: string, at: number, event: NewEvent): Promise<KeyEvent | undefined> {
+    return this.transaction(async (c) => {
+      const { rowCount } = await c.query("UPDATE webhooks SET deleted_at = $2, lease_owner = NULL, lease_until = NULL WHERE id = $1 AND deleted_at IS NULL", [id, at]);
+      return rowCount === 1 ? appendEvent(c, event) : undefined;
+    });
+  }
+
+  async getWebhook(id: string): Promise<WebhookSubscription | undefined> {
+    const [row] = await this.query(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = $1`, [id]);
+    return row && webhookOfRow(row);
+  }
+
+  async listWebhooks(): Promise<WebhookSubscription[]> {
+    return (await this.query(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`, [])).map(webhookOfRow);
+  }
+
+  async leaseWebhook(id: string, owner: string, now: number, until: number): Promise<boolean> {
+    const rows = await this.query(
+      "UPDATE webhooks SET lease_owner = $2, lease_until = $3 WHERE id = $1 AND deleted_at IS NULL AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until <= $4) RETURNING id",
+      [id, owner, until, now],
+    );
+    return rows.length === 1;
+  }
+
+  async releaseWebhook(id: string, owner: string): Promise<void> {
+    await this.query("UPDATE webhooks SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2", [id, owner]);
+  }
+
+  recordDelivery(id: string, owner: string, a: DeliveryAttempt | null, p: WebhookProgress): Promise<boolean> {
+    return this.transaction(async (c) => {
+      const { rowCount } = await c.query(
+        "UPDATE webhooks SET cursor = $3, failures = $4, first_attempt_at = $5, next_attempt_at = $6 WHERE id = $1 AND lease_owner = $2",
+        [id, owner, p.cursor, p.failures, p.firstAttemptAt, p.nextAttemptAt],
+      );
+      if (rowCount !== 1) return false;
+      if (a) {
+        await c.query("INSERT INTO webhook_deliveries (webhook_id, event_seq, type, attempt, status, at, error) VALUES ($1, $2, $3, $4, $5, $6, $7)", [
+          id,
+          a.eventSeq,
+          a.type,
+          a.attempt,
+          a.status,
+          a.at,
+          a.error,
+        ]);
+      }
+      return true;
+    });
+  }
+
+  async listDeliveries(id: string, limit: number, cursor?: string): Promise<Page<DeliveryAttempt>> {
+    const after = deliveryCursorAfter(cursor);
+    return deliveryPage(await this.query(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND id > $2 ORDER BY id LIMIT $3`, [id, after, limit + 1]), limit);
+  }
+
+  async keyEvents(keyId: string, throughSeq: number): Promise<KeyEvent[]> {
+    return (await this.query(`SELECT ${EVENT_COLUMNS} FROM events WHERE key_id = $1 AND seq <= $2 ORDER BY seq`, [keyId, throughSeq])).map(keyEventOfRow);
   }
 
   applyUsageReport(report: UsageReportWrite): Promise<UsageReportApplied> {

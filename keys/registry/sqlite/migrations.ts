@@ -11,6 +11,9 @@ import { migrateSqliteSchema } from "../../../lib/sqlite-migrations.ts";
  *   one writer at a time: no gaps, committed in seq order.
  * - `idempotency`: the answer to a create per admin token and Idempotency-Key, until expires_at.
  * - `admin_tokens`: SHA-256 of each token, never the token; names and hashes unique.
+ * - `webhooks`: subscriptions with their secret (needed to sign), delivery progress (cursor and
+ *   retry state) and the delivery lease; `webhook_deliveries`: every attempt, paged by id.
+ *   `events_by_key` finds a key's events to fold its record as of one.
  * - `usage_hourly`, `usage_daily`: a key's counts per hour / UTC day by outcome (keys/registry/usage.ts);
  *   `usage_reports` the report ids applied; `usage_bans` each key's last ban recorded (key.banned
  *   once per ban); `usage_thresholds` the usage.threshold events made per key, day and percent.
@@ -116,6 +119,38 @@ export const SQLITE_REGISTRY_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 3,
+    name: "webhook subscriptions, delivery progress and attempts",
+    sql: `
+      CREATE TABLE webhooks (
+        id               TEXT    PRIMARY KEY,
+        url              TEXT    NOT NULL,
+        events           TEXT    NOT NULL,
+        secret           TEXT    NOT NULL,
+        created_at       INTEGER NOT NULL,
+        deleted_at       INTEGER,
+        cursor           INTEGER NOT NULL,
+        failures         INTEGER NOT NULL DEFAULT 0,
+        first_attempt_at INTEGER,
+        next_attempt_at  INTEGER,
+        lease_owner      TEXT,
+        lease_until      INTEGER
+      ) STRICT;
+      CREATE TABLE webhook_deliveries (
+        id         INTEGER PRIMARY KEY,
+        webhook_id TEXT    NOT NULL,
+        event_seq  INTEGER NOT NULL,
+        type       TEXT    NOT NULL,
+        attempt    INTEGER NOT NULL,
+        status     INTEGER,
+        at         INTEGER NOT NULL,
+        error      TEXT
+      ) STRICT;
+      CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
+      CREATE INDEX events_by_key ON events (key_id, seq);
+    `,
+  },
+  {
+    version: 4,
     name: "sign-ups per client address and UTC day",
     sql: `
       CREATE TABLE signup_counts (

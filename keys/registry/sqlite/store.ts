@@ -8,6 +8,8 @@ import { toStorageError } from "../../../lib/sqlite-faults.ts";
 import { WorkerCalls } from "../../../lib/worker-calls.ts";
 import { ADMIN_TOKEN_COLUMNS, adminTokenOfRow, EVENT_COLUMNS, KEY_CHANGED_MEANWHILE, KEY_COLUMNS, keyEventOfRow, keyPage, keyPageQuery, keyRecordOfRow } from "../rows.ts";
 import { RegistryConflictError, type AdminTokenRecord, type IdempotencyClaim, type IdempotentResult, type KeyFilter, type KeyRegistry, type NewEvent } from "../store.ts";
+import { DELIVERY_COLUMNS, deliveryCursorAfter, deliveryPage, WEBHOOK_COLUMNS, webhookOfRow } from "../webhook-rows.ts";
+import type { DeliveryAttempt, NewWebhook, WebhookProgress, WebhookSubscription } from "../webhooks.ts";
 import { historySql, usageBucketOfRow, type UsageBucket, type UsageGranularity, type UsageReportApplied, type UsageReportWrite } from "../usage.ts";
 import { migrateRegistrySqlite } from "./migrations.ts";
 import { CONFLICT, type WriteRequest, type WriteResult } from "./writes.ts";
@@ -114,6 +116,45 @@ export class SqliteKeyRegistry implements KeyRegistry {
 
   async countSignup(address: string, day: string, limit: number): Promise<boolean> {
     return (await this.write({ op: "countSignup", address, day, limit })) === true;
+  }
+
+  createWebhook(webhook: NewWebhook, event: NewEvent): Promise<KeyEvent> {
+    return this.write({ op: "createWebhook", webhook, event }) as Promise<KeyEvent>;
+  }
+
+  deleteWebhook(id: string, at: number, event: NewEvent): Promise<KeyEvent | undefined> {
+    return this.write({ op: "deleteWebhook", id, at, event }) as Promise<KeyEvent | undefined>;
+  }
+
+  async getWebhook(id: string): Promise<WebhookSubscription | undefined> {
+    const row = this.read((db) => db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ?`).get(id));
+    return row && webhookOfRow(row);
+  }
+
+  async listWebhooks(): Promise<WebhookSubscription[]> {
+    return this.read((db) => db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`).all()).map(webhookOfRow);
+  }
+
+  leaseWebhook(id: string, owner: string, now: number, until: number): Promise<boolean> {
+    return this.write({ op: "leaseWebhook", id, owner, now, until }) as Promise<boolean>;
+  }
+
+  async releaseWebhook(id: string, owner: string): Promise<void> {
+    await this.write({ op: "releaseWebhook", id, owner });
+  }
+
+  recordDelivery(id: string, owner: string, attempt: DeliveryAttempt | null, progress: WebhookProgress): Promise<boolean> {
+    return this.write({ op: "recordDelivery", id, owner, attempt, progress }) as Promise<boolean>;
+  }
+
+  async listDeliveries(id: string, limit: number, cursor?: string): Promise<Page<DeliveryAttempt>> {
+    const after = deliveryCursorAfter(cursor);
+    const rows = this.read((db) => db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id > ? ORDER BY id LIMIT ?`).all(id, after, limit + 1));
+    return deliveryPage(rows, limit);
+  }
+
+  async keyEvents(keyId: string, throughSeq: number): Promise<KeyEvent[]> {
+    return this.read((db) => db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE key_id = ? AND seq <= ? ORDER BY seq`).all(keyId, throughSeq)).map(keyEventOfRow);
   }
 
   applyUsageReport(report: UsageReportWrite): Promise<UsageReportApplied> {

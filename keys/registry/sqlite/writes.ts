@@ -3,6 +3,7 @@ import type { KeyEvent, KeyRecord } from "../../../lib/key-record.ts";
 import { withResultCode } from "../../../lib/sqlite.ts";
 import { KEY_CHANGED_MEANWHILE, KEY_COLUMNS, keyColumnValues, keyUpdateQuery } from "../rows.ts";
 import type { AdminTokenRecord, IdempotencyClaim, NewEvent } from "../store.ts";
+import { runWebhookWrite, type WebhookWriteRequest } from "./webhook-writes.ts";
 import { PRUNE_STATEMENTS, type UsageReportApplied, type UsageReportWrite } from "../usage.ts";
 import { applyUsageSteps, type UsageStepResult } from "../usage-apply.ts";
 
@@ -21,7 +22,8 @@ export type WriteRequest =
   | { op: "revokeAdminToken"; id: string; at: number; event: NewEvent }
   | { op: "applyUsageReport"; report: UsageReportWrite }
   | { op: "pruneUsage"; now: number }
-  | { op: "countSignup"; address: string; day: string; limit: number };
+  | { op: "countSignup"; address: string; day: string; limit: number }
+  | WebhookWriteRequest;
 
 export type WriteResult = KeyEvent | UsageReportApplied | boolean | undefined;
 
@@ -127,6 +129,8 @@ function run(db: DatabaseSync, w: WriteRequest): WriteResult {
     case "pruneUsage":
       for (const { sql, age } of PRUNE_STATEMENTS((n) => `?${n}`)) db.prepare(sql).run(w.now - age);
       return undefined;
+    default:
+      return runWebhookWrite(db, w, (e) => appendEvent(db, e));
   }
 }
 

@@ -70,8 +70,8 @@ describe("deploy/monitoring/alerts.yaml", () => {
 
   it("has the alerts the issue asks for, each exercised by `promtool test rules` until it fires", async () => {
     const alerts = rules.groups.flatMap((g) => g.rules.map((r) => r.alert)).filter(Boolean);
-    // One per condition: 5xx ratio, p99 budget, limiter fallback, Redis faults, pet service not ready, no traffic.
-    expect(alerts).toHaveLength(6);
+    // One per condition: 5xx ratio, p99 budget, limiter fallback, Redis faults, pet service not ready, no traffic, webhook deliveries failing.
+    expect(alerts).toHaveLength(7);
     const result = await promtool(["test", "rules", "alerts.test.yaml"]);
     expect(result.output).toContain("SUCCESS");
     expect(result.code).toBe(0);
@@ -101,17 +101,17 @@ describe("deploy/monitoring/prometheus.yml", () => {
     const compose = parseYaml(await readFile(path.join(ROOT, "deploy/compose.yaml"), "utf8"), { merge: true }) as {
       services: Record<string, { environment?: Record<string, string> }>;
     };
-    // The port each compose service serves /metrics on: the gateway's HTTP port, the pet service's METRICS_PORT.
+    // The port each compose service serves /metrics on: the gateway's HTTP port, the pet service's METRICS_PORT, the key service's KEYS_PORT.
     const metricsPort = (service: string) => {
       const env = compose.services[service]?.environment ?? {};
-      return env.GATEWAY_PORT ?? env.METRICS_PORT;
+      return env.GATEWAY_PORT ?? env.METRICS_PORT ?? env.KEYS_PORT;
     };
     // Static targets, and DNS names (every replica of a compose service) with their port.
     const targets = config.scrape_configs.flatMap((job) => [
       ...(job.static_configs ?? []).flatMap((c) => c.targets),
       ...(job.dns_sd_configs ?? []).flatMap((c) => c.names.map((name) => `${name}:${c.port}`)),
     ]);
-    expect(targets.length).toBe(3);
+    expect(targets.length).toBe(4);
     for (const target of targets) {
       const [service, port] = target.split(":");
       expect(metricsPort(service!), target).toBe(port);
@@ -142,10 +142,10 @@ describe("deploy/monitoring/grafana-dashboard.json", () => {
     }
   });
 
-  it("covers both processes: HTTP, limiter, Redis, gRPC client, pet-service calls and database latency", () => {
+  it("covers the processes: HTTP, limiter, Redis, gRPC client, pet-service calls and database latency, usage reporting, webhook delivery", () => {
     const metrics = new Set(dashboardExprs().flatMap(({ expr }) => promqlRefs(expr).selectors.map((s) => s.metric)));
     const prefixes = [...metrics].map((m) => m.split("_").slice(0, 2).join("_"));
-    for (const area of ["gateway_http", "gateway_limiter", "gateway_redis", "gateway_grpc", "pet_service", "process_cpu"]) {
+    for (const area of ["gateway_http", "gateway_limiter", "gateway_redis", "gateway_grpc", "pet_service", "process_cpu", "gateway_usage", "keys_usage", "keys_webhook"]) {
       expect(prefixes, area).toContain(area);
     }
   });
@@ -165,7 +165,7 @@ describe("deploy/monitoring/grafana-dashboard.json", () => {
   });
 });
 
-describe("every metric the dashboard and the alerts use, on the real processes' /metrics", () => {
+describe("every metric the dashboard and the alerts use, on the real processes' /metrics (gateway, pet service, key service)", () => {
   let redis: PrivateRedis;
   let keys: TestKeys;
   let pets: SpawnedPetService;
@@ -194,10 +194,13 @@ describe("every metric the dashboard and the alerts use, on the real processes' 
     expect((await api("/pets", {}, false)).status).toBe(401);
 
     const petMetrics = await (await fetch(`http://127.0.0.1:${pets.metricsPort}/metrics`)).text();
+    // The gateway reports that traffic's usage (at most a second later) and the key service applies it.
+    const keysMetrics = async () => (await fetch(`${keys.service.url}/metrics`)).text();
+    await until("the usage report is applied", async () => /^keys_usage_reports_total\{outcome="applied"\} [1-9]/m.test(await keysMetrics()));
     await pets.kill("SIGKILL");
     expect((await api("/pets")).status).toBe(503);
     const gatewayMetrics = await (await fetch(`${gateway.url}/metrics`)).text();
-    samples = [...parseExposition(gatewayMetrics), ...parseExposition(petMetrics)];
+    samples = [...parseExposition(gatewayMetrics), ...parseExposition(petMetrics), ...parseExposition(await keysMetrics())];
   }, 120_000); // three real processes on a shared machine: a generous hang guard
 
   afterAll(async () => {
@@ -220,7 +223,7 @@ describe("every metric the dashboard and the alerts use, on the real processes' 
         checked++;
         const family = samples.filter((s) => s.name === metric);
         if (family.length === 0) {
-          problems.push(`${where}: ${metric} is on neither /metrics`);
+          problems.push(`${where}: ${metric} is on no process's /metrics`);
           continue;
         }
         const own = matchers.filter((m) => !TARGET_LABELS.has(m.label));
@@ -270,7 +273,7 @@ describe("deploy/monitoring/prometheus.yml's jobs in a real Prometheus", () => {
       rule_files?: string[];
       scrape_configs: { job_name: string; static_configs?: unknown; dns_sd_configs?: unknown }[];
     };
-    const targets: Record<string, string> = { gateway: new URL(gateway.url).host, "pet-service": `127.0.0.1:${pets.metricsPort}` };
+    const targets: Record<string, string> = { gateway: new URL(gateway.url).host, "pet-service": `127.0.0.1:${pets.metricsPort}`, "key-service": new URL(keys.service.url).host };
     delete config.rule_files;
     config.global.scrape_interval = "1s";
     for (const job of config.scrape_configs) {

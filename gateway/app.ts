@@ -57,8 +57,8 @@ export interface AppDeps {
   upstreamTimeoutMs: number;
   /** Why the gateway should not get traffic now (pet service, Redis, shutting down); empty when ready. */
   readiness: () => Promise<string[]>;
-  /** GET /portal and, with SIGNUP=open, POST /portal/signup. */
-  portal: PortalDeps;
+  /** GET /portal and, with SIGNUP=open, POST /portal/signup (whose tries count against the anonymous quota). */
+  portal: Omit<PortalDeps, "limiter" | "anonymousWindows">;
   /** Each valid key's requests counted for its usage history (gateway/usage/); GET /v1/me/usage reads it from the key service. */
   usage: { counter: UsageCounter; history: HistoryReader };
 }
@@ -76,7 +76,7 @@ export function createApp(deps: AppDeps): express.Express {
   // never overlap: ops paths are outside /v1, and the v1 router answers everything under /v1.
   app.use("/v1", v1Router(deps));
   app.use(opsRouter(deps));
-  app.use(portalRouter(deps.portal));
+  app.use(portalRouter({ ...deps.portal, limiter: deps.limiter, anonymousWindows: deps.anonymousWindows }));
   app.use(docsRouter({ title: "Pet Store API reference", openapiPath: "/v1/openapi.json" }));
   app.use((_req: Request, res: Response) => sendError(res, NOT_FOUND));
   app.use(errorHandler(deps.logger));

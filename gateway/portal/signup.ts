@@ -1,7 +1,9 @@
 import express, { type RequestHandler } from "express";
 import { ApiError } from "../../lib/http/errors.ts";
 import type { Logger } from "../../lib/logger.ts";
+import { subjectForAddress } from "../../lib/redis-keys.ts";
 import { parseSignupForm } from "../../lib/signup.ts";
+import type { LimiterStore, WindowLimit } from "../limiter/limiter.ts";
 
 export interface SignupDeps {
   /** KEYS_URL. */
@@ -9,6 +11,9 @@ export interface SignupDeps {
   /** KEYS_SERVICE_TOKEN (scope `gateway`). */
   keysToken: string | undefined;
   logger: Logger;
+  /** Each try counts against its client address's anonymous quota first (as /v1 without a key), so a flood never reaches the key service. */
+  limiter: LimiterStore;
+  anonymousWindows: readonly WindowLimit[];
   /** How long the key service gets to answer (default 5 s). */
   timeoutMs?: number;
 }
@@ -25,7 +30,8 @@ const unavailable = () => {
 };
 
 /**
- * POST /portal/signup {name, email}: checked here (400 naming fields), then the key service's
+ * POST /portal/signup {name, email}: counted against the client address's anonymous quota (429
+ * `rate_limited` past it, as /v1 without a key), checked here (400 naming fields), then the key service's
  * POST /v1/signups with this gateway's token and the client's address (as TRUST_PROXY resolves
  * it), whose answer is passed on: 201 with the key (never stored, never logged, not cacheable),
  * 400, 429 with Retry-After. A key service that is down, slow or refuses the token → 503.
@@ -37,6 +43,12 @@ export function signupHandler(deps: SignupDeps): RequestHandler[] {
   return [
     readBody,
     async (req, res) => {
+      const decision = await deps.limiter.hit(subjectForAddress(req.ip ?? "unknown"), deps.anonymousWindows);
+      if (decision.outcome !== "admitted") {
+        res.setHeader("Retry-After", String(Math.max(1, decision.retryAfterSeconds)));
+        if (decision.outcome === "unavailable") throw unavailable();
+        throw new ApiError(decision.outcome === "banned" ? "api_key_banned" : "rate_limited");
+      }
       const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
       if (type !== "application/json") throw new ApiError("unsupported_media_type");
       let body: unknown;

@@ -56,7 +56,7 @@
   const count = (n) => Number(n).toLocaleString();
   /** The gateway's message as a sentence ("API key revoked" → "API key revoked."). */
   const sentence = (text) => (text && !/[.!?]$/.test(text) ? `${text}.` : text);
-  const inSeconds = (s) => (s >= 120 ? `${Math.ceil(s / 60)} minutes` : `${s} seconds`);
+  const inSeconds = (s) => (s >= 7200 ? `${Math.round(s / 3600)} hours` : s >= 120 ? `${Math.ceil(s / 60)} minutes` : `${s} seconds`);
 
   /** What the holder reads for an answer that is not 200: a title and a sentence. */
   function explain(answer) {
@@ -247,7 +247,9 @@
       if (answer.status === 400 && answer.body && answer.body.details) {
         error.textContent = answer.body.details.map((d) => `${d.field === "email" ? "E-mail" : d.field === "name" ? "Name" : d.field} ${d.message}.`).join(" ");
       } else if (answer.status === 429) {
-        error.textContent = `Too many sign-ups from your address today; try again${answer.retryAfter ? ` in ${inSeconds(answer.retryAfter)}` : " tomorrow"}.`;
+        // The day's sign-ups of the address (until UTC midnight), or its requests of the minute.
+        const later = answer.retryAfter ? ` in ${inSeconds(answer.retryAfter)}` : " later";
+        error.textContent = answer.retryAfter > 300 ? `Too many sign-ups from your address today; try again${later}.` : `Too many requests from your address; try again${later}.`;
       } else {
         const [title, text] = explain(answer);
         error.textContent = `${title}: ${text}`;

@@ -131,7 +131,7 @@ describe("sign-up on /portal with SIGNUP=open", { timeout: BROWSER_TEST_TIMEOUT_
       await submitForm(page, "Still More", "still@example.com");
       const error = page.locator("#signup-error");
       await error.waitFor({ state: "visible", timeout: 30_000 });
-      expect(await error.textContent()).toMatch(/^Too many sign-ups from your address today; try again in \d+ (minutes|seconds)\.$/);
+      expect(await error.textContent()).toMatch(/^Too many sign-ups from your address today; try again in \d+ (hours|minutes|seconds)\.$/);
     } finally {
       await page.context().close();
     }
@@ -143,5 +143,22 @@ describe("sign-up on /portal with SIGNUP=open", { timeout: BROWSER_TEST_TIMEOUT_
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("5");
     expect(((await res.json()) as { code: string }).code).toBe("service_unavailable");
+  });
+
+  // Last: it spends the address's anonymous quota.
+  it("counts each try against the client address's anonymous quota (60 a minute): a flood gets 429 at the gateway", async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 70; i++) {
+      const res = await signUp({ name: "", email: "" });
+      await res.arrayBuffer();
+      statuses.push(res.status);
+      if (res.status === 429) {
+        expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+        break;
+      }
+    }
+    expect(statuses.at(-1)).toBe(429);
+    expect(statuses.slice(0, -1).every((s) => s === 400)).toBe(true);
+    expect(statuses.length).toBeLessThanOrEqual(61);
   });
 });

@@ -15,8 +15,9 @@ export const PORTAL_PATH = "/portal";
 
 /**
  * As /docs's policy (lib/http/docs.ts), tighter: images only from here (its icon; the charts are
- * drawn on a canvas), no form posting anywhere (the page's script sends its requests itself, so a form can
- * never put the key in an address), nothing from another origin, no inline script, no framing.
+ * drawn on a canvas), no form posting anywhere (the page's script sends its requests itself, so a
+ * form can never put the key in an address), nothing from another origin, no inline script, no
+ * framing.
  */
 export const PORTAL_CSP = [
   "default-src 'none'",

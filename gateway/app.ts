@@ -15,6 +15,7 @@ import type { PetClient } from "./pet-client/pet-client.ts";
 import { observeRequests } from "./ops/access-log.ts";
 import type { GatewayMetrics } from "./ops/metrics.ts";
 import { opsRouter } from "./ops/routes.ts";
+import { portalRouter, type PortalDeps } from "./portal/routes.ts";
 import { admittedKey } from "./http/locals.ts";
 import { requestContext } from "../lib/http/request-context.ts";
 import { traceRequests } from "./http/trace-requests.ts";
@@ -56,6 +57,8 @@ export interface AppDeps {
   upstreamTimeoutMs: number;
   /** Why the gateway should not get traffic now (pet service, Redis, shutting down); empty when ready. */
   readiness: () => Promise<string[]>;
+  /** GET /portal and, with SIGNUP=open, POST /portal/signup (whose tries count against the anonymous quota). */
+  portal: Omit<PortalDeps, "limiter" | "anonymousWindows">;
   /** Each valid key's requests counted for its usage history (gateway/usage/; none with USAGE_REPORTING=off); GET /v1/me/usage reads it from the key service. */
   usage: { counter: UsageCounter | undefined; history: HistoryReader };
 }
@@ -73,6 +76,7 @@ export function createApp(deps: AppDeps): express.Express {
   // never overlap: ops paths are outside /v1, and the v1 router answers everything under /v1.
   app.use("/v1", v1Router(deps));
   app.use(opsRouter(deps));
+  app.use(portalRouter({ ...deps.portal, limiter: deps.limiter, anonymousWindows: deps.anonymousWindows }));
   app.use(docsRouter({ title: "Pet Store API reference", openapiPath: "/v1/openapi.json" }));
   app.use((_req: Request, res: Response) => sendError(res, NOT_FOUND));
   app.use(errorHandler(deps.logger));

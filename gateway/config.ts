@@ -53,6 +53,8 @@ export const GATEWAY_ENV = z.object({
   USAGE_REPORTING: z.enum(["on", "off"], { error: "must be on or off" }).default("on"),
   /** Without Redis only: where the memory limiter publishes usage.json for `keys usage` (unset: nowhere). */
   KEYS_DIR: z.string().optional(),
+  /** Self-serve sign-up on /portal (Free keys through the key service): off unless `open`. */
+  SIGNUP: z.enum(["off", "open"], { error: "must be off or open" }).default("off"),
   BAN_AFTER: positiveInt(20, "a positive integer"),
   BAN_SECONDS: positiveInt(900, "a positive number of seconds"),
   TRUST_PROXY: trustProxy,

@@ -127,6 +127,7 @@ export async function createGateway(config: GatewayConfig, opts: GatewayOptions)
     upstreams: upstreamsOf(config),
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     usage: { counter: usageReporter?.counter, history: keyServiceHistory({ url: config.KEYS_URL, token: config.KEYS_SERVICE_TOKEN }) },
+    portal: { signup: config.SIGNUP, keysUrl: config.KEYS_URL, keysToken: config.KEYS_SERVICE_TOKEN, logger },
     ...opts.overrides,
   });
 

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { DOCS_PATH } from "../lib/http/docs.ts";
+import { PORTAL_PATH } from "../gateway/portal/routes.ts";
 import { adminTokenFile as keyServiceAdminTokenFile } from "../keys/service-config.ts";
 import { isPostgresUrl } from "../pet-service/store/pets-db-url.ts";
 import { ignoreStderrErrors, stderrLine } from "../lib/stderr-line.ts";
@@ -83,6 +84,7 @@ function printBanner(key: string): void {
       "Pet Store API is running.",
       `  Base URL:  ${base}`,
       `  Docs:      http://localhost:${gatewayPort}${DOCS_PATH}   (API reference: open it in a browser)`,
+      `  Portal:    http://localhost:${gatewayPort}${PORTAL_PATH}   (a key's plan, limits and usage: paste the demo key)`,
       `  Demo key:  ${key}   (plan pro, saved in ${demoKeyFile})`,
       `  Admin API: ${adminUrl}   (key service; reference at ${DOCS_PATH}; ${tokenAt})`,
       // The processes are spawned from this one's binary (the project's own runtime, node_modules/.bin/node).

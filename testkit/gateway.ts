@@ -98,6 +98,8 @@ export interface GatewayOptions {
   cold?: boolean;
   /** Key-hours of usage waiting for the key service at most (gateway/usage/reporter.ts). */
   usageBacklogKeyHours?: number;
+  /** More configuration (SIGNUP, TRUST_PROXY…), as the environment would give it. */
+  env?: Record<string, string>;
 }
 
 /**
@@ -148,6 +150,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     PET_SERVICE_ADDR: opts.petServiceAddr,
     ...opts.keys.gatewayEnv,
     PET_SERVICE_TIMEOUT_MS: String(opts.timeoutMs ?? 2000),
+    ...opts.env,
   });
   const gateway = await createGateway(config, {
     clock: opts.clock ?? Date.now,

@@ -15,6 +15,8 @@ import { jsonBody } from "./body.ts";
 import { keyServiceError } from "./error-mapping.ts";
 import { eventsRoutes } from "./events-routes.ts";
 import { keyRoutes } from "./key-routes.ts";
+import { createSignups } from "../signups/signups.ts";
+import { signupRoutes } from "./signup-routes.ts";
 import type { KeyServiceMetrics } from "./metrics.ts";
 import { usageReader } from "./usage.ts";
 import { webhookRoutes } from "./webhook-routes.ts";
@@ -53,6 +55,7 @@ export function createAdminApp(deps: AdminApiDeps): express.Express {
     ...webhookRoutes(deps),
     ...opsRoutes(deps),
   ];
+  routes.push(...signupRoutes({ signups: createSignups(deps), follower: deps.follower }));
   const router = express.Router({ caseSensitive: true, strict: false });
   for (const route of routes) {
     const label: express.RequestHandler = (_req, res, next) => {

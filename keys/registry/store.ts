@@ -99,6 +99,12 @@ export interface KeyRegistry extends WebhookRegistry {
   listAdminTokens(): Promise<AdminTokenRecord[]>;
 
   /**
+   * Counts one self-serve sign-up of `address` on the UTC `day` (YYYY-MM-DD) unless `limit` are
+   * counted already; whether it was counted. Atomic: concurrent sign-ups on any replica never count
+   * past the limit. Counts of earlier days are deleted as it goes.
+   */
+  countSignup(address: string, day: string, limit: number): Promise<boolean>;
+  /**
    * Applies a gateway's usage report in one transaction (keys/registry/usage.ts): its report id
    * remembered (seen before → `duplicate`, nothing written), its counts added to the hourly and
    * daily buckets, last use moved forward, a key.banned event per ban not recorded yet, and a

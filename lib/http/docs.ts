@@ -1,10 +1,7 @@
-import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { promisify } from "node:util";
-import { gzip } from "node:zlib";
-import express, { type Request, type Response } from "express";
-import { getOrCreate } from "../get-or-create.ts";
+import express from "express";
+import { fromFile, fromText, serveAsset, type Asset } from "./static-assets.ts";
 
 /**
  * GET /docs: an API reference, rendered in the browser by Swagger UI from the description the
@@ -65,46 +62,13 @@ const init = (openapiPath: string) => `window.ui = SwaggerUIBundle({
 });
 `;
 
-interface Asset {
-  type: string;
-  /** Package files change only with the package; the page and its script with the process. */
-  cacheControl: string;
-  body: () => Promise<Buffer>;
-}
-
-const fromPackage = (file: string, type: string): Asset => ({ type, cacheControl: "public, max-age=3600", body: () => readFile(path.join(UI_DIR, file)) });
-const inline = (text: string, type: string): Asset => ({ type, cacheControl: "no-cache", body: async () => Buffer.from(text) });
+const fromPackage = (file: string, type: string): Asset => fromFile(path.join(UI_DIR, file), type);
 
 const PACKAGE_ASSETS: ReadonlyArray<[string, Asset]> = [
   ["/swagger-ui-bundle.js", fromPackage("swagger-ui-bundle.js", "text/javascript; charset=utf-8")],
   ["/swagger-ui.css", fromPackage("swagger-ui.css", "text/css; charset=utf-8")],
   ["/favicon-32x32.png", fromPackage("favicon-32x32.png", "image/png")],
 ];
-
-interface Loaded {
-  plain: Buffer;
-  gzip: Buffer;
-}
-
-const gzipAsync = promisify(gzip);
-
-/**
- * Read and compressed on first use (the bundle is 1.7 MB, about 0.5 MB gzipped), then kept. Both
- * run off the event loop, so the first visitor does not stall API requests.
- */
-const loaded = new Map<Asset, Promise<Loaded>>();
-
-function load(asset: Asset): Promise<Loaded> {
-  return getOrCreate(loaded, asset, () => {
-    const made = (async () => {
-      const plain = await asset.body();
-      return { plain, gzip: await gzipAsync(plain) };
-    })();
-    // A failed read (500 for this request) is tried again by the next one, not kept.
-    made.catch(() => loaded.delete(asset));
-    return made;
-  });
-}
 
 export interface DocsPage {
   /** The page's title: "Pet Store API reference". */
@@ -119,24 +83,14 @@ export interface DocsPage {
  */
 export function docsRouter({ title, openapiPath }: DocsPage): express.Router {
   const assets: ReadonlyArray<[string, Asset]> = [
-    ["", inline(page(title), "text/html; charset=utf-8")],
-    ["/init.js", inline(init(openapiPath), "text/javascript; charset=utf-8")],
+    ["", fromText(page(title), "text/html; charset=utf-8")],
+    ["/init.js", fromText(init(openapiPath), "text/javascript; charset=utf-8")],
     ...PACKAGE_ASSETS,
   ];
   const router = express.Router({ strict: true });
   router.get(`${DOCS_PATH}/`, (_req, res) => res.redirect(301, DOCS_PATH));
   for (const [name, asset] of assets) {
-    router.get(`${DOCS_PATH}${name}`, async (req: Request, res: Response) => {
-      const { plain, gzip } = await load(asset);
-      const compressed = req.acceptsEncodings("gzip", "identity") === "gzip";
-      res.setHeader("Content-Security-Policy", DOCS_CSP);
-      res.setHeader("Cache-Control", asset.cacheControl);
-      res.setHeader("Content-Type", asset.type);
-      res.setHeader("Vary", "Accept-Encoding");
-      if (compressed) res.setHeader("Content-Encoding", "gzip");
-      res.setHeader("Content-Length", (compressed ? gzip : plain).length);
-      res.end(req.method === "HEAD" ? undefined : compressed ? gzip : plain);
-    });
+    router.get(`${DOCS_PATH}${name}`, serveAsset(asset, DOCS_CSP));
   }
   return router;
 }

@@ -8,13 +8,14 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { GATEWAY_ENV } from "../../gateway/config.ts";
 import { KEY_SERVICE_ENV } from "../../keys/service-config.ts";
 import { DOCS_PATH } from "../../lib/http/docs.ts";
+import { PORTAL_PATH } from "../../gateway/portal/routes.ts";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const DEPLOY = path.join(ROOT, "deploy");
 export const K8S = path.join(DEPLOY, "k8s");
 export const read = (rel: string) => readFileSync(path.join(ROOT, rel), "utf8");
-/** What the Ingress routes to the gateway: the API and its reference page (GET /docs, which loads /v1/openapi.json). */
-export const PUBLIC_PATHS = ["/v1", DOCS_PATH];
+/** What the Ingress routes to the gateway: the API, its reference page (GET /docs, which loads /v1/openapi.json) and the key holder's portal. */
+export const PUBLIC_PATHS = ["/v1", DOCS_PATH, PORTAL_PATH];
 
 // ---------------------------------------------------------------------------------------------
 // What the code says

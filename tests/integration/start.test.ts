@@ -66,7 +66,7 @@ async function npmStart(env: NodeJS.ProcessEnv): Promise<Started> {
 const local = (url: string) => url.replace("localhost", "127.0.0.1");
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
-it("starts the three processes, prints a working curl line, the docs URL and the admin API with its token, and stops all three cleanly on Ctrl-C", async () => {
+it("starts the three processes, prints a working curl line, the docs and portal URLs and the admin API with its token, and stops all three cleanly on Ctrl-C", async () => {
   const dir = await tempDir("banner");
   const { ports, env } = await startEnv(dir);
   const { child, stdout: out, exited } = await npmStart(env);
@@ -97,6 +97,12 @@ it("starts the three processes, prints a working curl line, the docs URL and the
   expect(docs.status).toBe(200);
   expect(docs.headers.get("content-type")).toMatch(/^text\/html/);
   expect(await docs.text()).toContain('<div id="swagger-ui">');
+  // …and the portal URL the key holder's page (tests/integration/gateway/portal/ opens it in a browser).
+  const portalUrl = /Portal: +(\S+)/.exec(stdout)?.[1];
+  expect(portalUrl).toBe(`http://localhost:${ports.gateway}/portal`);
+  const portal = await fetch(local(portalUrl!));
+  expect(portal.status).toBe(200);
+  expect(await portal.text()).toContain('<form id="key-form"');
 
   // Run the printed curl line's request: the key and URL it shows work as printed.
   const curl = /curl -s -H "Authorization: Bearer ([^"$]+)" (\S+)/.exec(stdout);

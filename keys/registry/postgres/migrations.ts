@@ -148,6 +148,19 @@ export const POSTGRES_REGISTRY_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX events_by_key ON events (key_id, seq);
     `,
   },
+  {
+    version: 4,
+    name: "sign-ups per client address and UTC day",
+    sql: `
+      CREATE TABLE signup_counts (
+        address text    NOT NULL,
+        day     text    NOT NULL,
+        count   integer NOT NULL,
+        PRIMARY KEY (address, day)
+      );
+      CREATE INDEX signup_counts_by_day ON signup_counts (day);
+    `,
+  },
 ];
 
 /** The registry's advisory lock for migrations: "keys" in ASCII (the pet store's is "pets"). */

@@ -168,6 +168,18 @@ export class PostgresKeyRegistry implements KeyRegistry {
     return (await this.query(`SELECT ${ADMIN_TOKEN_COLUMNS} FROM admin_tokens ORDER BY created_at, id`, [])).map(adminTokenOfRow);
   }
 
+  countSignup(address: string, day: string, limit: number): Promise<boolean> {
+    return this.transaction(async (c) => {
+      await c.query("DELETE FROM signup_counts WHERE day < $1", [day]);
+      // ON CONFLICT locks the row: concurrent sign-ups queue, and the WHERE refuses past the limit (no row back).
+      const { rowCount } = await c.query(
+        "INSERT INTO signup_counts (address, day, count) VALUES ($1, $2, 1) ON CONFLICT (address, day) DO UPDATE SET count = signup_counts.count + 1 WHERE signup_counts.count < $3 RETURNING count",
+        [address, day, limit],
+      );
+      return rowCount === 1;
+    });
+  }
+
   createWebhook(w: NewWebhook, event: NewEvent): Promise<KeyEvent> {
     return this.transaction(async (c) => {
       const created = await appendEvent(c, event);

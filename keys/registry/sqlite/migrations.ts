@@ -17,6 +17,7 @@ import { migrateSqliteSchema } from "../../../lib/sqlite-migrations.ts";
  * - `usage_hourly`, `usage_daily`: a key's counts per hour / UTC day by outcome (keys/registry/usage.ts);
  *   `usage_reports` the report ids applied; `usage_bans` each key's last ban recorded (key.banned
  *   once per ban); `usage_thresholds` the usage.threshold events made per key, day and percent.
+ * - `signup_counts`: self-serve sign-ups per client address (an IPv6 /64) and UTC day (keys/signups/).
  */
 export const SQLITE_REGISTRY_MIGRATIONS: readonly Migration[] = [
   {
@@ -147,6 +148,19 @@ export const SQLITE_REGISTRY_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
       CREATE INDEX webhook_deliveries_by_at ON webhook_deliveries (at);
       CREATE INDEX events_by_key ON events (key_id, seq);
+    `,
+  },
+  {
+    version: 4,
+    name: "sign-ups per client address and UTC day",
+    sql: `
+      CREATE TABLE signup_counts (
+        address TEXT    NOT NULL,
+        day     TEXT    NOT NULL,
+        count   INTEGER NOT NULL,
+        PRIMARY KEY (address, day)
+      ) STRICT;
+      CREATE INDEX signup_counts_by_day ON signup_counts (day);
     `,
   },
 ];

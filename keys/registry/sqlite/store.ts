@@ -116,6 +116,10 @@ export class SqliteKeyRegistry implements KeyRegistry {
     return this.read((prepare) => prepare(`SELECT ${ADMIN_TOKEN_COLUMNS} FROM admin_tokens ORDER BY created_at, id`).all()).map(adminTokenOfRow);
   }
 
+  async countSignup(address: string, day: string, limit: number): Promise<boolean> {
+    return (await this.write({ op: "countSignup", address, day, limit })) === true;
+  }
+
   createWebhook(webhook: NewWebhook, event: NewEvent): Promise<KeyEvent> {
     return this.write({ op: "createWebhook", webhook, event }) as Promise<KeyEvent>;
   }

@@ -22,6 +22,7 @@ export type WriteRequest =
   | { op: "revokeAdminToken"; id: string; at: number; event: NewEvent }
   | { op: "applyUsageReport"; report: UsageReportWrite }
   | { op: "pruneUsage"; now: number }
+  | { op: "countSignup"; address: string; day: string; limit: number }
   | WebhookWriteRequest;
 
 export type WriteResult = KeyEvent | UsageReportApplied | boolean | undefined;
@@ -80,6 +81,17 @@ function revokeAdminToken(db: DatabaseSync, id: string, at: number, event: NewEv
   return Number(changes) === 1 ? appendEvent(db, event) : undefined;
 }
 
+function countSignup(db: DatabaseSync, address: string, day: string, limit: number): boolean {
+  db.prepare("DELETE FROM signup_counts WHERE day < ?").run(day);
+  // No row back when the update's WHERE refuses: the address had `limit` already.
+  const counted = db
+    .prepare(
+      "INSERT INTO signup_counts (address, day, count) VALUES (?, ?, 1) ON CONFLICT (address, day) DO UPDATE SET count = count + 1 WHERE count < ? RETURNING count",
+    )
+    .get(address, day, limit);
+  return counted !== undefined;
+}
+
 /** Runs usage-apply.ts's steps on this connection, in the caller's transaction. */
 function applyUsageReport(db: DatabaseSync, report: UsageReportWrite): UsageReportApplied {
   const steps = applyUsageSteps(report, (n) => `?${n}`);
@@ -110,6 +122,8 @@ function run(db: DatabaseSync, w: WriteRequest): WriteResult {
       return createAdminToken(db, w.token, w.event);
     case "revokeAdminToken":
       return revokeAdminToken(db, w.id, w.at, w.event);
+    case "countSignup":
+      return countSignup(db, w.address, w.day, w.limit);
     case "applyUsageReport":
       return applyUsageReport(db, w.report);
     case "pruneUsage":

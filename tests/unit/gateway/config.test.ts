@@ -13,6 +13,7 @@ describe("gateway configuration", () => {
       HEADERS_TIMEOUT_MS: 10_000,
       REQUEST_TIMEOUT_MS: 30_000,
       REDIS_COMMAND_TIMEOUT_MS: 2000,
+      SIGNUP: "off",
     });
     expect(loadGatewayConfig({}).REDIS_URL).toBeUndefined();
     // The gateway needs no KEYS_DIR: the key service serves its public keys and the change feed.
@@ -36,6 +37,7 @@ describe("gateway configuration", () => {
     ["KEYS_URL", "127.0.0.1:8081"],
     ["KEYS_URL", "ftp://keys:8081"],
     ["BAN_SECONDS", "-5"],
+    ["SIGNUP", "on"],
     ["PET_SERVICE_ADDR", "no-port"],
     ["PET_SERVICE_ADDR", "http://pet-service:50051"],
     ["PET_SERVICE_ADDR", "dns:///pet-service"],

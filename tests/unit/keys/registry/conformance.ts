@@ -222,6 +222,21 @@ export function registryConformance(name: string, open: () => Promise<RegistryHa
       expect((await reg().findAdminTokenByHash("a".repeat(64)))!.revokedAt).toBe(T0 + 5);
     });
 
+    it("counts sign-ups per address and day up to the limit, concurrent ones from another connection included; a new day starts again", async () => {
+      const other = await h.another();
+      const tries = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? reg() : other).countSignup("192.0.2.1", "2030-01-01", 5)));
+      expect(tries.filter(Boolean)).toHaveLength(5);
+      expect(await reg().countSignup("192.0.2.1", "2030-01-01", 5)).toBe(false);
+      // Another address has its own count; the next day starts at zero (and the old day's rows go).
+      expect(await reg().countSignup("2001:db8:1:2::/64", "2030-01-01", 5)).toBe(true);
+      for (let i = 0; i < 5; i++) expect(await other.countSignup("192.0.2.1", "2030-01-02", 5)).toBe(true);
+      expect(await reg().countSignup("192.0.2.1", "2030-01-02", 5)).toBe(false);
+      // Counting writes no event.
+      const seq = await reg().lastSeq();
+      await reg().countSignup("192.0.2.9", "2030-01-02", 5);
+      expect(await reg().lastSeq()).toBe(seq);
+    });
+
     it("a write held past the lock wait is StorageUnavailableError (busy) and writes nothing; reads go on; then it serves again", { timeout: 30_000 }, async () => {
       const r = record();
       const seq = await reg().lastSeq();

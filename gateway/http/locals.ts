@@ -24,8 +24,8 @@ declare global {
        * usage history (gateway/usage/count-requests.ts) by `refused`, else by its status class.
        */
       usage?: { keyId: string; refused?: UsageOutcome; banUntilMs?: number };
-      /** The limiter's decision and the key's state for an admitted key (quota/guard.ts): GET /v1/me shows them. */
-      decision?: Decision;
+      /** GET /v1/me: the key's windows and ban as the limiter holds them, read without counting (quota/guard.ts), and the key's state. */
+      standing?: Decision;
       keyEntry?: KeyEntry;
     }
   }

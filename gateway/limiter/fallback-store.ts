@@ -78,8 +78,8 @@ export interface FallbackMetrics {
 }
 
 export interface FallbackStoreOptions {
-  primary: Pick<RedisStore, "hit" | "fold" | "close">;
-  fallback: Pick<MemoryStore, "hit" | "record" | "learn" | "elsewhere" | "close">;
+  primary: Pick<RedisStore, "hit" | "peek" | "fold" | "close">;
+  fallback: Pick<MemoryStore, "hit" | "peek" | "record" | "learn" | "elsewhere" | "close">;
   logger: Logger;
   metrics?: FallbackMetrics;
   /** Whether the primary can take commands now (e.g. `() => isRedisReady(client)`); default always. */
@@ -160,12 +160,14 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
   const announced = new Set<string>();
   const late = lateNodes({ logger, faults: metrics?.faults });
   const byShare = shareDecisions({ memory: fallback, clock });
+  /** Redis answers for this subject now (no outage of its node). */
+  const answering = (subject: string) => isPrimaryReady() && !down.has(ALL) && !down.has(nodeOf(subject));
   const { foldOf, foldPending } = foldBack({
     primary,
     ledger,
     logger,
     // Only where Redis is back: a node that fails a fold is marked down (its other subjects wait for its return).
-    ready: (subject) => isPrimaryReady() && !down.has(ALL) && !down.has(nodeOf(subject)),
+    ready: answering,
     failed: (subject, err) => markDown(nodeOf(subject), clock() + probeIntervalMs, err, subject),
   });
 
@@ -314,6 +316,16 @@ export function createFallbackStore(opts: FallbackStoreOptions): FallbackStore {
         const answer = decision.outcome === "unavailable" ? "unavailable" : "memory";
         if (ambiguous) metrics?.ambiguous.inc({ reason: ambiguous.late ? "timeout" : "connection_lost", answer });
         return decision;
+      }
+    },
+    async peek(subject, windows, key) {
+      // Redis when it answers for this subject; else memory, which decides for it meanwhile.
+      if (!answering(subject)) return fallback.peek(subject, windows, key);
+      try {
+        return await primary.peek(subject, windows, key);
+      } catch (err) {
+        if (err instanceof RangeError) throw err;
+        return fallback.peek(subject, windows, key);
       }
     },
     outage,

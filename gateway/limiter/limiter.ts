@@ -70,5 +70,11 @@ export interface LimiterStore {
    * subjects: a store that holds key records (Redis) applies the record's plan and rolls.
    */
   hit(subject: string, windows: readonly WindowLimit[], key?: KeySubject): Promise<Decision>;
+  /**
+   * The subject's standing now, read without deciding or counting anything (no request counted, no
+   * strike, no last use): "revoked", "rolled", "banned" (Retry-After until the ban ends) or
+   * "admitted", each window with what it has left. GET /v1/me shows its key's so.
+   */
+  peek(subject: string, windows: readonly WindowLimit[], key?: KeySubject): Promise<Decision>;
   close(): Promise<void>;
 }

@@ -158,6 +158,20 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
       sweep(nowMs);
       return decision;
     },
+    async peek(subject, limits) {
+      validateWindows(limits);
+      const nowMs = clock();
+      const state = subjects.get(subject);
+      // Expiring a tracked window's old buckets changes nothing it counts; an untracked one stays so.
+      const reports = limits.map(({ windowSeconds, limit }) => {
+        const counter = state?.windows.get(windowSeconds) ?? WindowCounter.forWindow(windowSeconds);
+        counter.expire(nowMs);
+        return counter.report(limit, nowMs, false);
+      });
+      if (revoked.has(subject)) return assembleDecision("revoked", nowMs, 0, limits, reports);
+      const banUntilMs = state && state.banUntilMs > nowMs ? state.banUntilMs : 0;
+      return assembleDecision(banUntilMs ? "banned" : "admitted", nowMs, banUntilMs, limits, reports);
+    },
     record(subject, limits) {
       const nowMs = clock();
       changes++;

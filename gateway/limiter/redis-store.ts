@@ -23,7 +23,10 @@ import {
 import type { Clock } from "../../lib/clock.ts";
 
 export const LIMITER_LUA = readFileSync(new URL("./sliding-window.lua", import.meta.url), "utf8");
+/** The read-only script behind `peek` (GET /v1/me): one EVALSHA that writes nothing. */
+export const PEEK_LUA = readFileSync(new URL("./peek.lua", import.meta.url), "utf8");
 const COMMAND = "petStoreRateLimit";
+const PEEK_COMMAND = "petStoreRateLimitPeek";
 
 export interface RedisStoreOptions {
   redis: Redis | Cluster;
@@ -32,7 +35,7 @@ export interface RedisStoreOptions {
   clock?: Clock;
 }
 
-type LimiterCommand = Record<typeof COMMAND, (...args: (string | number)[]) => Promise<unknown>>;
+type LimiterCommand = Record<typeof COMMAND | typeof PEEK_COMMAND, (...args: (string | number)[]) => Promise<unknown>>;
 
 /** The Redis key holding one window's buckets: `m` for the minute, `d` for the day, else `w<seconds>`. */
 export function windowPart(windowSeconds: number): SubjectPart {
@@ -91,6 +94,7 @@ export function createRedisStore(opts: RedisStoreOptions): RedisStore {
   const { redis, ban, clock } = opts;
   validateBanPolicy(ban);
   redis.defineCommand(COMMAND, { lua: LIMITER_LUA });
+  redis.defineCommand(PEEK_COMMAND, { lua: PEEK_LUA });
   const client = redis as unknown as LimiterCommand;
 
   // The script's policy argument per windows array (callers reuse theirs: a plan's, the anonymous
@@ -125,6 +129,11 @@ export function createRedisStore(opts: RedisStoreOptions): RedisStore {
       } catch (err) {
         throw notRun(err) ? err : new AmbiguousDecisionError(err as Error);
       }
+      return decisionFromReply(reply, windows);
+    },
+    async peek(subject, windows, key) {
+      const keys = limiterKeys(subject, windows);
+      const reply = await client[PEEK_COMMAND](keys.length, ...keys, now(), policyFor(windows), key ? String(key.generation) : "");
       return decisionFromReply(reply, windows);
     },
     async fold(subject, windows, admitted) {

@@ -1,19 +1,16 @@
 import express, { type RequestHandler } from "express";
 import { ApiError } from "../../lib/http/errors.ts";
 import type { Logger } from "../../lib/logger.ts";
-import { subjectForAddress } from "../../lib/redis-keys.ts";
 import { parseSignupForm } from "../../lib/signup.ts";
-import type { LimiterStore, WindowLimit } from "../limiter/limiter.ts";
+import { countAgainstAddress, type AddressQuota } from "../quota/address-quota.ts";
 
-export interface SignupDeps {
+/** Each try counts against its client address's anonymous quota first (as /v1 without a key), so a flood never reaches the key service. */
+export interface SignupDeps extends AddressQuota {
   /** KEYS_URL. */
   keysUrl: string;
   /** KEYS_SERVICE_TOKEN (scope `gateway`). */
   keysToken: string | undefined;
   logger: Logger;
-  /** Each try counts against its client address's anonymous quota first (as /v1 without a key), so a flood never reaches the key service. */
-  limiter: LimiterStore;
-  anonymousWindows: readonly WindowLimit[];
   /** How long the key service gets to answer (default 5 s). */
   timeoutMs?: number;
 }
@@ -43,7 +40,7 @@ export function signupHandler(deps: SignupDeps): RequestHandler[] {
   return [
     readBody,
     async (req, res) => {
-      const decision = await deps.limiter.hit(subjectForAddress(req.ip ?? "unknown"), deps.anonymousWindows);
+      const decision = await countAgainstAddress(deps, req);
       if (decision.outcome !== "admitted") {
         res.setHeader("Retry-After", String(Math.max(1, decision.retryAfterSeconds)));
         if (decision.outcome === "unavailable") throw unavailable();

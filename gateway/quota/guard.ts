@@ -1,6 +1,6 @@
 import { SpanStatusCode, type Span } from "@opentelemetry/api";
 import type { RequestHandler } from "express";
-import { subjectForAddress, subjectForKey } from "../../lib/redis-keys.ts";
+import { subjectForKey } from "../../lib/redis-keys.ts";
 import { AuthError, type ApiKey } from "../../lib/api-key-format.ts";
 import type { KeyVerifier } from "../auth/jwt-verifier.ts";
 import { parseBearer } from "../auth/bearer.ts";
@@ -14,7 +14,8 @@ import { accessDenial, insufficientScopeChallenge } from "../auth/access.ts";
 import type { GatewayMetrics } from "../ops/metrics.ts";
 import { getOrCreate } from "../../lib/get-or-create.ts";
 import { childSpan } from "../../lib/tracing/spans.ts";
-import { SELF_SERVICE_ROUTES } from "../usage/me-routes.ts";
+import { ME_ROUTE, SELF_SERVICE_ROUTES } from "../usage/me-routes.ts";
+import { countAgainstAddress } from "./address-quota.ts";
 
 /** The limiter's decision as a span of the request's trace: the plan it applied and the outcome, never the key. */
 const DECISION_SPAN = "limiter decision";
@@ -39,6 +40,12 @@ const KEY_NOT_KNOWN_YET = Object.assign(
 const ADDRESS_NOT_ALLOWED = new ApiError("forbidden", "This API key may not be used from this client address (its allowed networks).");
 
 const INVALID_TOKEN_CHALLENGE = `Bearer realm="pet-store", error="invalid_token"`;
+
+/** The 401 for a key the limiter's store knows is revoked or rolled: still an invalid token (RFC 6750 §3). */
+function invalidInStore(outcome: "revoked" | "rolled", res: Parameters<RequestHandler>[1]): ApiError {
+  res.set("WWW-Authenticate", INVALID_TOKEN_CHALLENGE);
+  return new ApiError("unauthorized", outcome === "revoked" ? "This API key has been revoked." : ROLLED);
+}
 /** A request with no credentials at all gets the challenge without an error code (RFC 6750 §3.1). */
 const NO_TOKEN_CHALLENGE = `Bearer realm="pet-store"`;
 
@@ -72,7 +79,9 @@ function recorded(span: Span, pending: Promise<Decision>, planOf: (decision: Dec
 /**
  * Auth and quota for every /v1 request, in one place so every response (errors included)
  * carries the rate-limit headers: the key is verified, the request is counted against the key
- * (or, without a valid key, against the client address), then refused or let through.
+ * (or, without a valid key, against the client address), then refused or let through. A key's
+ * own /v1/me* count against the client address only: its holder may look while the key is
+ * banned or spent, and looking costs the key nothing (no request, no strike).
  */
 export function guard(deps: GuardDeps): RequestHandler {
   // Per verified key (the verifier hands out one frozen object per cached token), or per key state
@@ -111,31 +120,31 @@ export function guard(deps: GuardDeps): RequestHandler {
       if (!(err instanceof AuthError)) throw err;
       [apiKey, entry, authError] = [undefined, undefined, err];
     }
+    const selfService = SELF_SERVICE_ROUTES.has(res.locals.route ?? "");
+    const quotaKey = selfService ? undefined : apiKey;
     const span = childSpan(DECISION_SPAN, {});
-    const pending = apiKey
-      ? deps.limiter.hit(subjectForKey(apiKey.keyId), windowsOf(apiKey, entry), apiKey)
-      : deps.limiter.hit(subjectForAddress(req.ip ?? "unknown"), deps.anonymousWindows);
-    const decision = await (span ? recorded(span, pending, (d) => planOf(apiKey, entry, d)) : pending);
-    const plan = planOf(apiKey, entry, decision);
+    const pending = quotaKey
+      ? deps.limiter.hit(subjectForKey(quotaKey.keyId), windowsOf(quotaKey, entry), quotaKey)
+      : countAgainstAddress(deps, req);
+    const decision = await (span ? recorded(span, pending, (d) => planOf(quotaKey, entry, d)) : pending);
+    const plan = planOf(quotaKey, entry, decision);
     const headers = rateLimitHeaders(decision);
     for (const name in headers) res.setHeader(name, headers[name]!);
     countDecision(plan, decision.outcome);
 
     // A valid key's request counts in its usage history (revoked or rolled in Redis: not valid).
+    // Refused by the address's quota, a /v1/me* counts by its status (the key was not refused).
     if (apiKey && decision.outcome !== "revoked" && decision.outcome !== "rolled") res.locals.usage = { keyId: apiKey.keyId };
+    const keyRefused = quotaKey ? res.locals.usage : undefined;
     switch (decision.outcome) {
       case "revoked":
-        // A 401 like any other (RFC 6750 §3): revoked in Redis is still an invalid token.
-        res.set("WWW-Authenticate", INVALID_TOKEN_CHALLENGE);
-        throw new ApiError("unauthorized", "This API key has been revoked.");
       case "rolled":
-        res.set("WWW-Authenticate", INVALID_TOKEN_CHALLENGE);
-        throw new ApiError("unauthorized", ROLLED);
+        throw invalidInStore(decision.outcome, res);
       case "banned":
-        if (res.locals.usage) Object.assign(res.locals.usage, { refused: "banned", banUntilMs: decision.nowMs + decision.retryAfterSeconds * 1000 });
+        if (keyRefused) Object.assign(keyRefused, { refused: "banned", banUntilMs: decision.nowMs + decision.retryAfterSeconds * 1000 });
         throw new ApiError("api_key_banned");
       case "limited":
-        if (res.locals.usage) res.locals.usage.refused = "limited";
+        if (keyRefused) keyRefused.refused = "limited";
         throw new ApiError("rate_limited");
       case "unavailable":
         throw LIMITER_UNAVAILABLE;
@@ -149,15 +158,23 @@ export function guard(deps: GuardDeps): RequestHandler {
     }
     // Scopes and networks: after the quota (the request counted like any other), before the pet
     // service. A key's own /v1/me* need neither: its holder may always look.
-    const denial = entry && !SELF_SERVICE_ROUTES.has(res.locals.route ?? "") && accessDenial(entry, req.method, req.ip);
+    const denial = entry && !selfService && accessDenial(entry, req.method, req.ip);
     if (denial && res.locals.usage) res.locals.usage.refused = "forbidden";
     if (denial && denial.reason === "network") throw ADDRESS_NOT_ALLOWED;
     if (denial && denial.reason === "scope") {
       res.set("WWW-Authenticate", insufficientScopeChallenge(denial.scope));
       throw new ApiError("forbidden", `This API key lacks the ${denial.scope} scope this operation needs.`);
     }
+    if (apiKey && res.locals.route === ME_ROUTE) {
+      // GET /v1/me shows the key's windows and ban as they stand: read, never counted.
+      const standing = await deps.limiter.peek(subjectForKey(apiKey.keyId), windowsOf(apiKey, entry), apiKey);
+      if (standing.outcome === "revoked" || standing.outcome === "rolled") {
+        delete res.locals.usage;
+        throw invalidInStore(standing.outcome, res);
+      }
+      res.locals.standing = standing;
+    }
     res.locals.apiKey = apiKey;
-    res.locals.decision = decision;
     if (entry) res.locals.keyEntry = entry;
     next();
   };

@@ -1,8 +1,10 @@
 /**
  * GET /v1/me and GET /v1/me/usage (DESIGN, Usage history and the consumer's view): the calling
- * key's plan, limits, scopes and current windows, and its usage history. They need no scope and
- * are never forbidden (quota/guard.ts skips scopes and networks for them), and go through the
- * quota like any request, so they count.
+ * key's plan, limits, scopes, current windows and ban, and its usage history. Like GitHub's
+ * GET /rate_limit they do not count against the key's quota: any valid key gets them, banned or
+ * spent (its holder needs them most then), with no scope and from any network. quota/guard.ts
+ * counts them against the client address's anonymous quota instead, and they count in the key's
+ * usage history by their status, as any request.
  */
 import express, { type Request, type Response } from "express";
 import { limitsFor } from "../../lib/plans.ts";
@@ -11,7 +13,8 @@ import { admittedKey } from "../http/locals.ts";
 import { DAY_SECONDS, MINUTE_SECONDS } from "../quota/plans.ts";
 import type { HistoryReader } from "./key-service-client.ts";
 
-export const SELF_SERVICE_ROUTES: ReadonlySet<string> = new Set(["/v1/me", "/v1/me/usage"]);
+export const ME_ROUTE = "/v1/me";
+export const SELF_SERVICE_ROUTES: ReadonlySet<string> = new Set([ME_ROUTE, "/v1/me/usage"]);
 
 /** What GET /v1/me answers (gateway/http/openapi.json, Me). */
 export interface MeJson {
@@ -27,16 +30,13 @@ export interface MeJson {
   lastUsedAt: string | null;
 }
 
-/**
- * The calling key as the guard just decided it: the windows are the limiter's answer to this very
- * request (no further read, nothing counted twice). A banned key never gets here (429
- * api_key_banned with Retry-After), so banned is false.
- */
+/** The calling key as the guard read its standing in the limiter (nothing counted): its windows and ban now. */
 export function meJson(res: Response): MeJson {
   const apiKey = admittedKey(res.locals);
   const entry = res.locals.keyEntry;
-  const decision = res.locals.decision!;
+  const decision = res.locals.standing!;
   const window = (seconds: number) => decision.windows.find((w) => w.windowSeconds === seconds);
+  const banned = decision.outcome === "banned";
   const limits = entry?.limits ?? limitsFor(apiKey);
   const [minute, day] = [window(MINUTE_SECONDS), window(DAY_SECONDS)];
   const remaining = { minute: minute?.remaining ?? limits.perMinute, day: day?.remaining ?? limits.perDay };
@@ -48,8 +48,8 @@ export function meJson(res: Response): MeJson {
     scopes: [...(entry?.scopes ?? DEFAULT_SCOPES)],
     used: { minute: Math.max(0, (minute?.limit ?? limits.perMinute) - remaining.minute), day: Math.max(0, (day?.limit ?? limits.perDay) - remaining.day) },
     remaining,
-    banned: false,
-    bannedUntil: null,
+    banned,
+    bannedUntil: banned ? isoOrNull(decision.nowMs + decision.retryAfterSeconds * 1000) : null,
     lastUsedAt: isoOrNull(decision.nowMs),
   };
 }

@@ -212,6 +212,7 @@ function counting(store: RedisStore): RedisStore & { calls: number } {
       wrapper.calls++;
       return store.hit(subject, windows);
     },
+    peek: store.peek,
     fold: store.fold,
     close: () => store.close(),
   };
@@ -306,10 +307,10 @@ describe("fallback store decisions (stub primary)", () => {
       if (fail) throw new Error("Command timed out");
       return decision;
     });
-    const primary = { hit: primaryHit, fold: async () => {}, close: async () => {} };
+    const primary = { hit: primaryHit, peek: async () => decision, fold: async () => {}, close: async () => {} };
     const fallbackHit = vi.fn(async () => decision);
     const { logger, messages } = collectingLogger();
-    const store = createFallbackStore({ primary, fallback: { hit: fallbackHit, record: () => {}, learn: () => {}, elsewhere: () => undefined, close: async () => {} }, logger, clock: () => now, probeIntervalMs: 1000 });
+    const store = createFallbackStore({ primary, fallback: { hit: fallbackHit, peek: async () => decision, record: () => {}, learn: () => {}, elsewhere: () => undefined, close: async () => {} }, logger, clock: () => now, probeIntervalMs: 1000 });
     const w = windowsForLimits({ perMinute: 1, perDay: 1 });
 
     await store.hit("s", w);

@@ -235,6 +235,36 @@ function conformance(name: string, factory: HarnessFactory): void {
       expect((await hitAt(T0, w, `${subject}-other`)).outcome).toBe("admitted");
     });
 
+    it("peeks at the windows and the ban as a decision would see them, counting nothing and adding no strike", async () => {
+      await setup(BAN);
+      const w = limits(3, 1000);
+      const peekAt = (ms: number) => {
+        now = ms;
+        return h.store.peek(subject, w);
+      };
+      expect(await peekAt(T0)).toMatchObject({ outcome: "admitted", retryAfterSeconds: 0 });
+      expect((await peekAt(T0)).windows.map((x) => x.remaining)).toEqual([3, 1000]);
+      await outcomes(T0 + 250, w, 2);
+      const third = await hitAt(T0 + 30 * SEC, w);
+      for (let i = 0; i < 5; i++) {
+        const peeked = await peekAt(T0 + 30 * SEC);
+        expect(peeked.outcome).toBe("admitted");
+        expect(peeked.windows).toEqual(third.windows); // what the last admission reported, to the millisecond
+      }
+      // At the limit: peeks add no strike (three refusals ban; the third one does, not a later one).
+      for (let i = 0; i < 5; i++) expect((await peekAt(T0 + 31 * SEC)).outcome).toBe("admitted");
+      expect(await outcomes(T0 + 31 * SEC, w, 3)).toEqual(["limited", "limited", "banned"]);
+      const banned = await peekAt(T0 + 32 * SEC);
+      expect(banned).toMatchObject({ outcome: "banned", retryAfterSeconds: BAN.seconds - 1 });
+      expect(banned.windows.map((x) => x.remaining)).toEqual([0, 997]);
+      // The first two requests' bucket left the minute window; a decision then would see the same.
+      const later = await peekAt(T0 + 61 * SEC);
+      expect(later.windows.map((x) => x.remaining)).toEqual([2, 997]);
+      expect(later.windows[0]!.releaseAtMs).toBe(T0 + 91 * SEC);
+      await h.revoke(subject);
+      expect((await peekAt(T0 + 62 * SEC)).outcome).toBe("revoked");
+    });
+
     it("rejects windows it cannot honour", async () => {
       await setup();
       await expect(h.store.hit(subject, [{ windowSeconds: 60, limit: 0 }])).rejects.toThrow(RangeError);

@@ -34,6 +34,7 @@ function primaryOf(nodeOf: (subject: string) => string) {
   /** Thrown by the next folds instead of folding (the node's failure throws "Command timed out"). */
   const fold = { error: undefined as Error | undefined };
   const store: RedisStore = {
+    peek: () => Promise.reject(new Error("these tests do not peek")),
     async fold(subject, windows, admitted) {
       folds.push(`${subject} ${windows.map((w) => w.windowSeconds).join(",")}×${admitted}`);
       ops.push(`fold ${folds.at(-1)}`);
@@ -398,6 +399,7 @@ describe("an outage that starts mid-window", () => {
         if (state.down) throw new Error("Stream isn't writeable and enableOfflineQueue options is false");
         return redis.hit(subject, windows);
       },
+      peek: (subject, windows) => redis.peek(subject, windows),
       async fold() {},
       close: async () => {},
     };

@@ -175,6 +175,39 @@ describe("without a valid key", () => {
   });
 });
 
+describe("GET /v1/me and /v1/me/usage", () => {
+  it("answer a banned key, counted against the client address's anonymous quota (429 rate_limited past it), not the key's", async () => {
+    const clock = fakeClock();
+    const g = await gateway({
+      clock: clock.clock,
+      limiter: memoryLimiter({ ban: { after: 2, seconds: 300 }, clock: clock.clock }),
+      overrides: { anonymousWindows: [{ windowSeconds: 60, limit: 4 }, { windowSeconds: 86_400, limit: 100 }] },
+    });
+    const key = await keys.issue({ plan: "enterprise", perMinute: 1, perDay: 100 });
+    expect((await get(g, key)).status).toBe(200);
+    expect(await codeOf(await get(g, key))).toBe("rate_limited");
+    expect(await codeOf(await get(g, key))).toBe("api_key_banned");
+
+    const me = await get(g, key, "/v1/me");
+    expect(me.status).toBe(200);
+    expect(await me.json()).toMatchObject({ used: { minute: 1, day: 1 }, remaining: { minute: 0, day: 99 }, banned: true, bannedUntil: new Date(clock.clock() + 300_000).toISOString() });
+    // The headers are the address's quota, which the request counted against.
+    expect(me.headers.get("x-ratelimit-limit")).toBe("4");
+    expect(me.headers.get("x-ratelimit-remaining")).toBe("3");
+    expect((await get(g, key, "/v1/me/usage")).status).toBe(200);
+    expect((await get(g, "not-a-key", "/v1/me")).status).toBe(401);
+    expect((await get(g, key, "/v1/me")).status).toBe(200);
+    const refused = await get(g, key, "/v1/me");
+    expect(refused.status).toBe(429);
+    expect(await codeOf(refused)).toBe("rate_limited");
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    // The key's own standing is untouched by all that: still banned, its ban not lengthened.
+    const banned = await get(g, key);
+    expect(await codeOf(banned)).toBe("api_key_banned");
+    expect(Number(banned.headers.get("retry-after"))).toBe(300);
+  });
+});
+
 describe("shared Redis", () => {
 
   it("two gateways with clocks two hours apart admit exactly the limit under 100 concurrent requests", async () => {

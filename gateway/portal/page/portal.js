@@ -60,21 +60,15 @@
 
   /** What the holder reads for an answer that is not 200: a title and a sentence. */
   function explain(answer) {
-    const code = answer.body && answer.body.code;
     const message = answer.body && answer.body.message;
     switch (answer.status) {
       case 0:
         return ["The gateway did not answer", "Check your connection and try again."];
       case 401:
         return ["This key is not accepted", `${sentence(message) || "The key is not valid."} A revoked or expired key stays refused; ask for a new one.`];
-      case 403:
-        return ["This key may not read its usage", sentence(message) || "Forbidden."];
       case 429:
-        if (code === "api_key_banned") {
-          const until = answer.retryAfter ? ` until ${timeFormat.format(new Date(Date.now() + answer.retryAfter * 1000))} (${inSeconds(answer.retryAfter)})` : "";
-          return ["This key is banned", `It kept sending requests while over its limit, so it is refused${until}. Wait, then send more slowly.`];
-        }
-        return ["This key's limit is reached", `Its quota is used up for now${answer.retryAfter ? `; retry in ${inSeconds(answer.retryAfter)}` : ""}.`];
+        // Not the key's quota (this page's requests never count against it): this address's.
+        return ["Too many requests from your address", `Looking up keys counts against your network address's own limit, reached for now${answer.retryAfter ? `; retry in ${inSeconds(answer.retryAfter)}` : ""}.`];
       case 503:
         return ["The key service is not answering", `Usage cannot be read right now; try again${answer.retryAfter ? ` in ${inSeconds(answer.retryAfter)}` : " in a minute"}. Your key still works on the API.`];
       default:
@@ -92,7 +86,27 @@
     meter.optimum = 0;
   }
 
+  /** A notice for a key the API refuses now (banned, or a window used up), else null. */
+  function standing(me) {
+    if (me.banned) {
+      const seconds = Math.max(1, Math.ceil((Date.parse(me.bannedUntil) - Date.now()) / 1000));
+      return [
+        `This key is banned until ${when(me.bannedUntil)}`,
+        `It kept sending requests while over its limit, so the API refuses all of them (429 api_key_banned) for ${inSeconds(seconds)}. Wait until then, and send more slowly after.`,
+      ];
+    }
+    const spent = [me.remaining.minute === 0 && "minute", me.remaining.day === 0 && "day"].filter(Boolean);
+    if (spent.length === 0) return null;
+    return [
+      "This key's limit is reached",
+      `Its ${spent.join(" and ")} window is used up: the API refuses its requests (429 rate_limited) until the window has room again. Sending more meanwhile leads to a ban.`,
+    ];
+  }
+
   function showOverview(me) {
+    const notice = standing(me);
+    show($("standing"), Boolean(notice));
+    if (notice) [$("standing-title").textContent, $("standing-text").textContent] = notice;
     $("key-id").textContent = me.keyId;
     $("key-name").textContent = me.name || "—";
     $("plan").textContent = me.plan;
@@ -147,8 +161,8 @@
   const hourLabel = new Intl.DateTimeFormat(undefined, { weekday: "short", hour: "2-digit", minute: "2-digit" });
   const dayLabel = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", timeZone: "UTC" });
 
-  /** Whether an answer refuses the key itself (invalid, revoked, banned, over its limit): nothing else will be answered either. */
-  const refusesKey = (answer) => answer.status === 0 || answer.status === 401 || answer.status === 403 || answer.status === 429;
+  /** Whether an answer refuses the key (invalid, revoked) or the address (over its limit): nothing else will be answered either. */
+  const refusesKey = (answer) => answer.status === 0 || answer.status === 401 || answer.status === 429;
 
   function showHistory(hours, days) {
     const failed = [hours, days].find((a) => a.status !== 200);
@@ -168,8 +182,9 @@
   }
 
   /**
-   * The two histories first, together, then /v1/me: each of the page's requests counts (and is
-   * reported within about a second), so a key never used before still shows an empty history.
+   * The two histories first, together, then /v1/me: each of the page's requests counts in the
+   * history (reported within about a second), so a key never used before still shows an empty
+   * one. None counts against the key's quota: a banned or spent key gets the whole page.
    */
   async function load() {
     const refresh = $("refresh");

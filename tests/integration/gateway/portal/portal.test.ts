@@ -99,9 +99,10 @@ describe("/portal in a browser", { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
       expect(await page.locator("#limits").textContent()).toBe("1,000 requests a minute, 100,000 a day");
       expect(await page.locator("#scopes").textContent()).toBe("pets:read");
       expect(await page.locator("#banned").textContent()).toBe("no");
-      // The ten requests, the page's two history reads and /v1/me itself are in both windows.
-      expect(await page.locator("#window-minute .figures").textContent()).toBe("13 used of 1,000, 987 remaining");
-      expect(await page.locator("#window-day .figures").textContent()).toBe("13 used of 100,000, 99,987 remaining");
+      // The ten requests are in both windows; the page's own reads never count against the key's quota.
+      expect(await page.locator("#window-minute .figures").textContent()).toBe("10 used of 1,000, 990 remaining");
+      expect(await page.locator("#window-day .figures").textContent()).toBe("10 used of 100,000, 99,990 remaining");
+      expect(await page.locator("#standing").isVisible()).toBe(false);
 
       for (const canvas of ["hours-chart", "days-chart"]) {
         expect(await page.locator(`#${canvas}`).isVisible()).toBe(true);
@@ -167,16 +168,30 @@ describe("/portal in a browser", { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
     }
   });
 
-  it("says a banned key is banned, and until when", async () => {
+  it("shows a banned key its plan, windows and history, with a notice that it is banned and until when", async () => {
     const key = await issue({ plan: "enterprise", perMinute: 2, perDay: 100, name: "Too eager" });
     await until("the key is banned", async () => (await send(key, "/v1/pets?limit=1")) === 429 && (await fetchCode(key)) === "api_key_banned");
+    await until("the gateway reported the ban", async () => ((await reported(key)).banned ?? 0) > 0);
     const { page, record } = await paste(key);
     try {
-      expect(await page.locator("#overview").isVisible()).toBe(false);
-      expect(await page.locator("#message-title").textContent()).toBe("This key is banned");
-      expect(await page.locator("#message-text").textContent()).toMatch(/^It kept sending requests while over its limit, so it is refused until .+ \(1[0-5] minutes\)\. Wait, then send more slowly\.$/);
+      expect(await page.locator("#message").isVisible()).toBe(false);
+      expect(await page.locator("#standing").isVisible()).toBe(true);
+      expect(await page.locator("#standing-title").textContent()).toMatch(/^This key is banned until .+$/);
+      expect(await page.locator("#standing-text").textContent()).toMatch(
+        /^It kept sending requests while over its limit, so the API refuses all of them \(429 api_key_banned\) for 1[0-5] minutes\. Wait until then, and send more slowly after\.$/,
+      );
+      expect(await page.locator("#plan").textContent()).toBe("enterprise");
+      expect(await page.locator("#banned").textContent()).toMatch(/^yes, until .+$/);
+      expect(await page.locator("#window-minute .figures").textContent()).toBe("2 used of 2, 0 remaining");
+      for (const canvas of ["hours-chart", "days-chart"]) {
+        expect(await page.locator(`#${canvas}`).isVisible()).toBe(true);
+        const totals = await chartTotals(page, canvas);
+        expect(totals!["2xx"]).toBeGreaterThanOrEqual(2);
+        expect(totals!["limited (429)"]).toBeGreaterThanOrEqual(2);
+        expect(totals!["banned (429)"]).toBeGreaterThanOrEqual(1);
+      }
       await shot(page, "banned.png");
-      expectClean(record, 429);
+      expectClean(record);
     } finally {
       await page.close();
     }

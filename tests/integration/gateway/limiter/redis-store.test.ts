@@ -269,6 +269,11 @@ describe("fallback through a Redis outage (its own private redis-server)", () =>
     // Only the first asks the dead server (failing fast); the rest go straight to memory.
     expect(primary.calls - callsAtKill).toBeLessThanOrEqual(1);
     for (const ms of durations) expect(ms).toBeLessThan(2000); // generous: catches hangs, not speed
+    // A peek (GET /v1/me) reads memory meanwhile, at once.
+    const [peeked, peekMs] = await elapsed(() => store.peek("key:during", w));
+    expect(peeked.outcome).toBe("admitted");
+    expect(peeked.windows.map((x) => x.remaining)).toEqual([0, 997]);
+    expect(peekMs).toBeLessThan(500);
     expect(store.outage()).not.toBe("none");
     expect(await m.faults()).toBe(1);
     expect(await m.active()).toBe(1);
@@ -287,6 +292,8 @@ describe("fallback through a Redis outage (its own private redis-server)", () =>
     try {
       expect((await store.hit("key:after", w)).outcome).toBe("admitted");
       expect((await store.hit("key:after", w)).outcome).toBe("admitted");
+      expect(await minuteCount(after, "key:after")).toBe(2);
+      expect((await store.peek("key:after", w)).windows.map((x) => x.remaining)).toEqual([1, 998]);
       expect(await minuteCount(after, "key:after")).toBe(2);
     } finally {
       after.disconnect();

@@ -1,5 +1,5 @@
 import { SpanStatusCode, type Span } from "@opentelemetry/api";
-import type { RequestHandler } from "express";
+import type { RequestHandler, Response } from "express";
 import { subjectForKey } from "../../lib/redis-keys.ts";
 import { AuthError, type ApiKey } from "../../lib/api-key-format.ts";
 import type { KeyVerifier } from "../auth/jwt-verifier.ts";
@@ -40,14 +40,14 @@ const KEY_NOT_KNOWN_YET = Object.assign(
 const ADDRESS_NOT_ALLOWED = new ApiError("forbidden", "This API key may not be used from this client address (its allowed networks).");
 
 const INVALID_TOKEN_CHALLENGE = `Bearer realm="pet-store", error="invalid_token"`;
+/** A request with no credentials at all gets the challenge without an error code (RFC 6750 §3.1). */
+const NO_TOKEN_CHALLENGE = `Bearer realm="pet-store"`;
 
 /** The 401 for a key the limiter's store knows is revoked or rolled: still an invalid token (RFC 6750 §3). */
-function invalidInStore(outcome: "revoked" | "rolled", res: Parameters<RequestHandler>[1]): ApiError {
+function invalidInStore(outcome: "revoked" | "rolled", res: Response): ApiError {
   res.set("WWW-Authenticate", INVALID_TOKEN_CHALLENGE);
   return new ApiError("unauthorized", outcome === "revoked" ? "This API key has been revoked." : ROLLED);
 }
-/** A request with no credentials at all gets the challenge without an error code (RFC 6750 §3.1). */
-const NO_TOKEN_CHALLENGE = `Bearer realm="pet-store"`;
 
 export interface GuardDeps {
   verifier: KeyVerifier;

@@ -1,4 +1,6 @@
 import { readFileSync } from "node:fs";
+import { afterAll, expect } from "vitest";
+import { adminRequest, type AdminAnswer, type RunningKeyService } from "./key-service.ts";
 import { createOpenApiValidator, type OpenApiDocument } from "./openapi-validator.ts";
 
 /** The key service's admin API description. */
@@ -18,3 +20,19 @@ export const adminApi = createOpenApiValidator({
   undescribedMethod: { "405": "#/components/responses/MethodNotAllowed" },
   notDescribed: new Set(["/openapi.json", "/docs"]),
 });
+
+/**
+ * For one test file: admin API calls to `keyService()`, with its admin token unless `opts.token`
+ * says otherwise (null: none), each answer checked against the description; the file's last
+ * check fails if any answer did not match it.
+ */
+export function useCheckedAdminCalls(keyService: () => RunningKeyService) {
+  let recording: ReturnType<typeof adminApi.recordingFetch> | undefined;
+  afterAll(() => {
+    expect(recording?.problems() ?? []).toEqual([]);
+  });
+  return (method: string, path: string, opts: { token?: string | null; body?: unknown } = {}): Promise<AdminAnswer> => {
+    recording ??= adminApi.recordingFetch(keyService().url);
+    return adminRequest(keyService().url, method, path, { token: keyService().adminToken, ...opts, fetchImpl: recording.fetch });
+  };
+}

@@ -1,20 +1,11 @@
 /** Admin tokens over real HTTP: made with scopes, shown once, listed without secrets, revoked for every request after. */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { hashAdminToken } from "../../../../keys/admin-tokens/tokens.ts";
-import { adminApi } from "../../../../testkit/admin-openapi.ts";
-import { adminRequest, useKeyService } from "../../../../testkit/key-service.ts";
+import { useCheckedAdminCalls } from "../../../../testkit/admin-openapi.ts";
+import { useKeyService } from "../../../../testkit/key-service.ts";
 
 const keyService = useKeyService();
-let recording: ReturnType<typeof adminApi.recordingFetch> | undefined;
-
-function call(method: string, path: string, opts: { token?: string | null; body?: unknown } = {}) {
-  recording ??= adminApi.recordingFetch(keyService().url);
-  return adminRequest(keyService().url, method, path, { token: keyService().adminToken, ...opts, fetchImpl: recording.fetch });
-}
-
-afterAll(() => {
-  expect(recording?.problems() ?? []).toEqual([]);
-});
+const call = useCheckedAdminCalls(keyService);
 
 describe("admin tokens", () => {
   it("creates one (201, the token once), lists them without token or hash, and its scopes hold", async () => {

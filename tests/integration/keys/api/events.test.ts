@@ -3,19 +3,14 @@
  * arrives, whoever wrote it (this service, or another registry handle on the same SQLite file as
  * the command line would).
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createKeyOperations } from "../../../../keys/operations/index.ts";
 import { openRegistry } from "../../../../keys/registry/open.ts";
-import { adminApi } from "../../../../testkit/admin-openapi.ts";
-import { adminRequest, useKeyService } from "../../../../testkit/key-service.ts";
+import { useCheckedAdminCalls } from "../../../../testkit/admin-openapi.ts";
+import { useKeyService } from "../../../../testkit/key-service.ts";
 
 const keyService = useKeyService();
-let recording: ReturnType<typeof adminApi.recordingFetch> | undefined;
-
-function call(method: string, path: string, opts: { token?: string | null; body?: unknown } = {}) {
-  recording ??= adminApi.recordingFetch(keyService().url);
-  return adminRequest(keyService().url, method, path, { token: keyService().adminToken, ...opts, fetchImpl: recording.fetch });
-}
+const call = useCheckedAdminCalls(keyService);
 
 async function head(): Promise<number> {
   let after = 0;
@@ -25,10 +20,6 @@ async function head(): Promise<number> {
     after = page.body.items.at(-1).seq;
   }
 }
-
-afterAll(() => {
-  expect(recording?.problems() ?? []).toEqual([]);
-});
 
 describe("GET /v1/events", () => {
   it("pages oldest first by seq: nextCursor while a page is full, never a token in a change", async () => {

@@ -1,20 +1,11 @@
 /** POST /v1/signups over real HTTP: a gateway's token makes Free keys and nothing else, five per client address a UTC day. */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SIGNUPS_PER_ADDRESS_PER_DAY } from "../../../../keys/signups/signups.ts";
-import { adminApi } from "../../../../testkit/admin-openapi.ts";
-import { adminRequest, useKeyService } from "../../../../testkit/key-service.ts";
+import { useCheckedAdminCalls } from "../../../../testkit/admin-openapi.ts";
+import { useKeyService } from "../../../../testkit/key-service.ts";
 
 const keyService = useKeyService();
-let recording: ReturnType<typeof adminApi.recordingFetch> | undefined;
-
-function call(method: string, path: string, opts: { token?: string | null; body?: unknown } = {}) {
-  recording ??= adminApi.recordingFetch(keyService().url);
-  return adminRequest(keyService().url, method, path, { token: keyService().adminToken, ...opts, fetchImpl: recording.fetch });
-}
-
-afterAll(() => {
-  expect(recording?.problems() ?? []).toEqual([]);
-});
+const call = useCheckedAdminCalls(keyService);
 
 async function tokenWith(name: string, scopes: string[]): Promise<string> {
   const made = await call("POST", "/v1/admin-tokens", { body: { name, scopes } });

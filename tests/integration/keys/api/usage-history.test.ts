@@ -1,20 +1,11 @@
 /** Usage reports and histories over real HTTP: a retried report counts once, ranges, scopes, events, the metric. */
 import { randomUUID } from "node:crypto";
-import { afterAll, describe, expect, it } from "vitest";
-import { adminApi } from "../../../../testkit/admin-openapi.ts";
-import { adminRequest, useKeyService } from "../../../../testkit/key-service.ts";
+import { describe, expect, it } from "vitest";
+import { useCheckedAdminCalls } from "../../../../testkit/admin-openapi.ts";
+import { useKeyService } from "../../../../testkit/key-service.ts";
 
 const keyService = useKeyService();
-let recording: ReturnType<typeof adminApi.recordingFetch> | undefined;
-
-function call(method: string, path: string, opts: { token?: string | null; body?: unknown } = {}) {
-  recording ??= adminApi.recordingFetch(keyService().url);
-  return adminRequest(keyService().url, method, path, { token: keyService().adminToken, ...opts, fetchImpl: recording.fetch });
-}
-
-afterAll(() => {
-  expect(recording?.problems() ?? []).toEqual([]);
-});
+const call = useCheckedAdminCalls(keyService);
 
 const HOUR = 3_600_000;
 const thisHour = () => Math.floor(Date.now() / HOUR) * HOUR;

@@ -1,19 +1,10 @@
 /** /v1/webhooks over real HTTP: subscribe (the secret once), list and read without it, delete, deliveries; scopes and bad input. */
-import { afterAll, describe, expect, it } from "vitest";
-import { adminApi } from "../../../../testkit/admin-openapi.ts";
-import { adminRequest, useKeyService } from "../../../../testkit/key-service.ts";
+import { describe, expect, it } from "vitest";
+import { useCheckedAdminCalls } from "../../../../testkit/admin-openapi.ts";
+import { useKeyService } from "../../../../testkit/key-service.ts";
 
 const keyService = useKeyService();
-let recording: ReturnType<typeof adminApi.recordingFetch> | undefined;
-
-function call(method: string, path: string, opts: { token?: string | null; body?: unknown } = {}) {
-  recording ??= adminApi.recordingFetch(keyService().url);
-  return adminRequest(keyService().url, method, path, { token: keyService().adminToken, ...opts, fetchImpl: recording.fetch });
-}
-
-afterAll(() => {
-  expect(recording?.problems() ?? []).toEqual([]);
-});
+const call = useCheckedAdminCalls(keyService);
 
 const tokenWith = async (name: string, scopes: string[]) => (await call("POST", "/v1/admin-tokens", { body: { name, scopes } })).body.token as string;
 

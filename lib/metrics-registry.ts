@@ -28,6 +28,21 @@ export interface MetricsRegistry {
   latency<T extends string>(config: Unregistered<Omit<HistogramConfiguration<T>, "buckets">>): Histogram<T>;
 }
 
+/** An HTTP process's request counter and latency histogram by route template, method and status. */
+export interface HttpMetrics {
+  httpRequests: Counter<"route" | "method" | "status">;
+  httpDuration: Histogram<"route" | "method" | "status">;
+}
+
+/** `<prefix>_http_requests_total` and `<prefix>_http_request_duration_seconds`; `what` names the requests in the help, `latencyNote` adds to the latency's. */
+export function httpMetrics(m: MetricsRegistry, prefix: string, what: string, latencyNote = ""): HttpMetrics {
+  const labelNames = ["route", "method", "status"] as const;
+  return {
+    httpRequests: m.counter({ name: `${prefix}_http_requests_total`, help: `${what} requests by route template, method and status.`, labelNames }),
+    httpDuration: m.latency({ name: `${prefix}_http_request_duration_seconds`, help: `${what} request latency by route template, method and status${latencyNote}.`, labelNames }),
+  };
+}
+
 /** `defaultMetrics` (process CPU, memory, event loop lag, GC…): a process's main only, once per process. */
 export function createMetricsRegistry(opts: { defaultMetrics?: boolean } = {}): MetricsRegistry {
   const registry = new Registry();

@@ -1,12 +1,10 @@
 import type { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { FallbackMetrics } from "../limiter/fallback-store.ts";
-import { createMetricsRegistry } from "../../lib/metrics-registry.ts";
+import { createMetricsRegistry, httpMetrics, type HttpMetrics } from "../../lib/metrics-registry.ts";
 
 /** The gateway's Prometheus metrics, on a registry of their own (lib/metrics-registry.ts). */
-export interface GatewayMetrics {
+export interface GatewayMetrics extends HttpMetrics {
   registry: Registry;
-  httpRequests: Counter<"route" | "method" | "status">;
-  httpDuration: Histogram<"route" | "method" | "status">;
   limiterDecisions: Counter<"plan" | "outcome">;
   redisFaults: Counter;
   limiterFallback: Gauge;
@@ -49,16 +47,7 @@ export function createGatewayMetrics(opts: { defaultMetrics?: boolean } = {}): G
   let following: (() => boolean) | undefined;
   return {
     registry: m.registry,
-    httpRequests: m.counter({
-      name: "gateway_http_requests_total",
-      help: "HTTP requests by route template, method and status.",
-      labelNames: ["route", "method", "status"],
-    }),
-    httpDuration: m.latency({
-      name: "gateway_http_request_duration_seconds",
-      help: "HTTP request latency by route template, method and status.",
-      labelNames: ["route", "method", "status"],
-    }),
+    ...httpMetrics(m, "gateway", "HTTP"),
     limiterDecisions: m.counter({
       name: "gateway_limiter_decisions_total",
       help: "Rate-limiter decisions by plan in force (free, pro, business, enterprise; anonymous without a valid key) and outcome (admitted, limited, banned, revoked, rolled, unavailable).",

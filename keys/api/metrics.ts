@@ -1,11 +1,9 @@
-import type { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { createMetricsRegistry } from "../../lib/metrics-registry.ts";
+import type { Counter, Gauge, Registry } from "prom-client";
+import { createMetricsRegistry, httpMetrics, type HttpMetrics } from "../../lib/metrics-registry.ts";
 
 /** The key service's Prometheus metrics, on a registry of their own (lib/metrics-registry.ts). */
-export interface KeyServiceMetrics {
+export interface KeyServiceMetrics extends HttpMetrics {
   registry: Registry;
-  httpRequests: Counter<"route" | "method" | "status">;
-  httpDuration: Histogram<"route" | "method" | "status">;
   /** The highest seq of the events table this replica has seen; read at each scrape from what followEvents names. */
   eventsHead: Gauge;
   followEvents(head: () => number): void;
@@ -39,16 +37,7 @@ export function createKeyServiceMetrics(opts: { defaultMetrics?: boolean } = {})
   });
   return {
     registry: m.registry,
-    httpRequests: m.counter({
-      name: "keys_http_requests_total",
-      help: "Admin API requests by route template, method and status.",
-      labelNames: ["route", "method", "status"],
-    }),
-    httpDuration: m.latency({
-      name: "keys_http_request_duration_seconds",
-      help: "Admin API latency by route template, method and status (long polls included: they last up to their wait).",
-      labelNames: ["route", "method", "status"],
-    }),
+    ...httpMetrics(m, "keys", "Admin API", " (long polls included: they last up to their wait)"),
     eventsHead: m.gauge({
       name: "keys_events_head_seq",
       help: "The highest seq of the events table this replica has read.",

@@ -70,8 +70,8 @@ describe("deploy/monitoring/alerts.yaml", () => {
 
   it("has the alerts the issue asks for, each exercised by `promtool test rules` until it fires", async () => {
     const alerts = rules.groups.flatMap((g) => g.rules.map((r) => r.alert)).filter(Boolean);
-    // One per condition: 5xx ratio, p99 budget, limiter fallback, Redis faults, pet service not ready, no traffic, webhook deliveries failing.
-    expect(alerts).toHaveLength(7);
+    // One per condition: 5xx ratio, p99 budget, limiter fallback, Redis faults, pet service not ready, no traffic, key service unreachable, webhook deliveries failing.
+    expect(alerts).toHaveLength(8);
     const result = await promtool(["test", "rules", "alerts.test.yaml"]);
     expect(result.output).toContain("SUCCESS");
     expect(result.code).toBe(0);

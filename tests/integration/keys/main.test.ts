@@ -57,6 +57,8 @@ describe("bad configuration", () => {
 describe("a running key service", () => {
   it("starts with one line naming its URL, saves the generated admin token 0600 beside KEYS_DB, and logs no secret", async () => {
     const keys = await spawn(envIn(dir));
+    // /healthz can answer before the log's batched write of the start line (sonic-boom, ≤ 10 ms).
+    await until("the start line", () => keys.output().includes("key service listening"));
     const starts = keys.output().split("\n").filter((l) => l.includes("key service listening"));
     expect(starts).toHaveLength(1);
     expect(starts[0]).toContain(keys.url);

@@ -8,8 +8,8 @@ const LOCK_STALE_MS = 30_000;
 const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
 /**
- * Runs `fn` holding KEYS_DIR/.lock, so concurrent keys commands do not lose each other's
- * read-modify-write of revoked.json or race on the signing pair. A lock older than 30 s is
+ * Runs `fn` holding KEYS_DIR/.lock, so concurrent keys commands (and key services) do not race on
+ * the signing pair. A lock older than 30 s is
  * taken to be left behind by a killed process.
  */
 export function withLock<T>(keysDir: string, fn: () => T): T {

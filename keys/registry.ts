@@ -2,8 +2,6 @@ import { readOptionalFile } from "../lib/optional-file.ts";
 import { z } from "zod";
 import { issuedFilePath, PLAN_NAMES, readRevokedFile, revokedFilePath, type RevokedFile } from "../lib/api-key-format.ts";
 import { KeysError } from "./errors.ts";
-import { withLock } from "./files.ts";
-import { writeFileAtomic } from "../lib/write-file-atomic.ts";
 
 /**
  * The files that were the key registry before keys/registry/ (KEYS_DIR/issued.jsonl, one line per
@@ -46,26 +44,4 @@ export function readRevoked(keysDir: string): RevokedFile {
   } catch {
     throw new KeysError(`${revokedFilePath(keysDir)} is not a valid revocation list; fix or remove it`);
   }
-}
-
-/** Entries of keys that expired more than this long ago are dropped: the gateway refuses them anyway. */
-const PRUNE_AFTER_SECONDS = 86_400;
-
-/**
- * Adds a key id to revoked.json (locked read-modify-write, atomic replace, expired entries
- * pruned). Returns whether it was already there. The command line no longer writes the file; the
- * gateway's tests of its file-based revocation list write it with this until the gateway follows
- * the key service.
- */
-export function addRevocation(keysDir: string, keyId: string, expiresAt: number | null, nowSeconds: number): boolean {
-  return withLock(keysDir, () => {
-    const current = readRevoked(keysDir).revoked;
-    const already = keyId in current;
-    const revoked = Object.fromEntries(
-      Object.entries(current).filter(([, e]) => e.expiresAt === null || e.expiresAt + PRUNE_AFTER_SECONDS > nowSeconds),
-    );
-    revoked[keyId] = current[keyId] ?? { revokedAt: nowSeconds, expiresAt };
-    writeFileAtomic(revokedFilePath(keysDir), `${JSON.stringify({ revoked } satisfies RevokedFile, null, 2)}\n`);
-    return already;
-  });
 }

@@ -9,8 +9,7 @@ const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(
 
 /**
  * Runs `fn` holding KEYS_DIR/.lock, so concurrent keys commands (and key services) do not race on
- * the signing pair. A lock older than 30 s is
- * taken to be left behind by a killed process.
+ * the signing pair. A lock older than 30 s is taken to be left behind by a killed process.
  */
 export function withLock<T>(keysDir: string, fn: () => T): T {
   mkdirSync(keysDir, { recursive: true });

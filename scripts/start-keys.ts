@@ -3,7 +3,7 @@
  * token (scope `gateway`) and the demo key, each saved in a file and reused on later starts while
  * the key service still accepts it.
  */
-import { createPublicKey, type KeyObject, type webcrypto } from "node:crypto";
+import { parseJwks } from "../lib/jwks.ts";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { KeyRecordJson } from "../lib/key-record.ts";
@@ -98,9 +98,7 @@ export async function demoKey(api: AdminApi, file: string): Promise<string> {
 async function stillWorks(api: AdminApi, token: string): Promise<boolean> {
   const jwks = await call(api, "GET", "/.well-known/jwks.json");
   if (jwks.status !== 200) throw refused("GET", "/.well-known/jwks.json", jwks);
-  const keys = new Map<string, KeyObject>(
-    (jwks.body.keys as (webcrypto.JsonWebKey & { kid: string })[]).map((jwk) => [jwk.kid, createPublicKey({ key: jwk, format: "jwk" })]),
-  );
+  const keys = parseJwks(jwks.body);
   let verified;
   try {
     verified = verifyTokenSignature(token, keys, Math.floor(Date.now() / 1000));

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import type { PlanName } from "../lib/api-key-format.ts";
-import type { KeyRecord } from "../lib/key-record.ts";
+import { isoOrNull, type KeyRecord } from "../lib/key-record.ts";
 import { readUsageFile, usageFilePath } from "../lib/key-usage.ts";
 import { redisKey, subjectForKey } from "../lib/redis-keys.ts";
 import { countedAt } from "../lib/window-buckets.ts";
@@ -35,8 +35,6 @@ interface StoredUsage {
   lastUsedMs: number | null;
 }
 
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
-
 /**
  * A key's usage against the plan in force (the registry's record): from Redis with `redisUrl`,
  * else from what a gateway without Redis published to KEYS_DIR/usage.json (nothing used when it
@@ -63,8 +61,8 @@ function usageReport(record: KeyRecord, s: StoredUsage): KeyUsage {
     used: { minute: s.minute, day: s.day },
     remaining: { minute: Math.max(0, limits.perMinute - s.minute), day: Math.max(0, limits.perDay - s.day) },
     banned,
-    bannedUntil: banned ? iso(s.bannedUntilMs) : null,
-    lastUsedAt: iso(s.lastUsedMs),
+    bannedUntil: banned ? isoOrNull(s.bannedUntilMs) : null,
+    lastUsedAt: isoOrNull(s.lastUsedMs),
   };
 }
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { KEY_ID_PATTERN } from "../../lib/api-key-format.ts";
 import { invalidRequest, type ErrorDetail } from "../../lib/http/errors.ts";
 
 /**
@@ -23,3 +24,9 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
   }
   throw invalidRequest(details);
 }
+
+/** A key id (`sub` of its tokens) in a request. */
+export const keyId = z.string().regex(KEY_ID_PATTERN, "is not a key id");
+
+/** The `{id}` of /v1/keys/{id}…. */
+export const keyIdParam = z.object({ id: keyId });

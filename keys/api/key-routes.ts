@@ -6,7 +6,7 @@ import type { FeedFollower } from "../feed/follower.ts";
 import type { KeyOperations } from "../operations/index.ts";
 import type { KeyUsage } from "../usage.ts";
 import { callerOf } from "./auth.ts";
-import { parseInput } from "./input.ts";
+import { keyIdParam, parseInput } from "./input.ts";
 import { cursorParam, queryInt } from "./paging.ts";
 import type { Route } from "./route.ts";
 
@@ -50,7 +50,6 @@ const listQuery = z.strictObject({
   plan: z.enum(PLAN_NAMES, { error: `must be one of ${PLAN_NAMES.join(", ")}` }).optional(),
   state: z.enum(["active", "revoked", "expired"] satisfies KeyState[], { error: "must be active, revoked or expired" }).optional(),
 });
-const idParam = z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "is not a key id") });
 /** draft-ietf-httpapi-idempotency-key-header: 1–255 printable ASCII characters. */
 const idempotencyHeader = z.object({ "Idempotency-Key": z.string().regex(/^[\x20-\x7e]{1,255}$/, "must be 1 to 255 printable ASCII characters").optional() });
 
@@ -99,7 +98,7 @@ export function keyRoutes(deps: KeyRouteDeps): Route[] {
       path: "/v1/keys/:id",
       scopes: ["keys:read"],
       handle: async (req, res) => {
-        const { id } = parseInput(idParam, req.params, "path");
+        const { id } = parseInput(keyIdParam, req.params, "path");
         res.json(keyRecordJson(await operations.get(id)));
       },
     },
@@ -109,7 +108,7 @@ export function keyRoutes(deps: KeyRouteDeps): Route[] {
       scopes: ["keys:write"],
       body: MERGE_PATCH,
       handle: async (req, res) => {
-        const { id } = parseInput(idParam, req.params, "path");
+        const { id } = parseInput(keyIdParam, req.params, "path");
         const patch = parseInput(keyPatch, req.body, "body");
         const record = await operations.update(id, patch, callerOf(res).name);
         follower.poke();
@@ -122,7 +121,7 @@ export function keyRoutes(deps: KeyRouteDeps): Route[] {
       scopes: ["keys:write"],
       body: ["application/json"],
       handle: async (req, res) => {
-        const { id } = parseInput(idParam, req.params, "path");
+        const { id } = parseInput(keyIdParam, req.params, "path");
         const { graceSeconds } = parseInput(rollBody, req.body, "body");
         const rolled = await operations.roll(id, graceSeconds, callerOf(res).name);
         follower.poke();
@@ -134,7 +133,7 @@ export function keyRoutes(deps: KeyRouteDeps): Route[] {
       path: "/v1/keys/:id/revoke",
       scopes: ["keys:write"],
       handle: async (req, res) => {
-        const { id } = parseInput(idParam, req.params, "path");
+        const { id } = parseInput(keyIdParam, req.params, "path");
         const record = await operations.revoke(id, callerOf(res).name);
         follower.poke();
         res.json(keyRecordJson(record));
@@ -145,7 +144,7 @@ export function keyRoutes(deps: KeyRouteDeps): Route[] {
       path: "/v1/keys/:id/usage",
       scopes: ["keys:read"],
       handle: async (req, res) => {
-        const { id } = parseInput(idParam, req.params, "path");
+        const { id } = parseInput(keyIdParam, req.params, "path");
         res.json(await deps.usage(await operations.get(id)));
       },
     },

@@ -1,4 +1,3 @@
-import { z } from "zod";
 import type { Clock } from "../../lib/clock.ts";
 import type { FeedFollower } from "../feed/follower.ts";
 import type { KeyOperations } from "../operations/index.ts";
@@ -6,11 +5,10 @@ import type { KeyRegistry } from "../registry/store.ts";
 import { historyRange, readHistory } from "../usage-history/history.ts";
 import { applyReport, REPORT_BODY_LIMIT_BYTES } from "../usage-history/report.ts";
 import { callerOf } from "./auth.ts";
-import { parseInput } from "./input.ts";
+import { keyIdParam, parseInput } from "./input.ts";
 import type { KeyServiceMetrics } from "./metrics.ts";
 import type { Route } from "./route.ts";
 
-const idParam = z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "is not a key id") });
 
 export interface UsageHistoryRouteDeps {
   registry: KeyRegistry;
@@ -47,7 +45,7 @@ export function usageHistoryRoutes(deps: UsageHistoryRouteDeps): Route[] {
       path: "/v1/keys/:id/usage/history",
       scopes: ["keys:read", "gateway"],
       handle: async (req, res) => {
-        const { id } = parseInput(idParam, req.params, "path");
+        const { id } = parseInput(keyIdParam, req.params, "path");
         const range = historyRange(req.query, deps.clock());
         await deps.operations.get(id);
         res.json(await readHistory(deps.registry, id, range));

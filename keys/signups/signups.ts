@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import type { Clock } from "../../lib/clock.ts";
 import type { SignupForm } from "../../lib/signup.ts";
+import { DAY_MS, dayOf } from "../../lib/usage-history.ts";
 import type { CreatedKey, KeyOperations } from "../operations/index.ts";
 import type { KeyRegistry } from "../registry/store.ts";
 
@@ -11,8 +12,6 @@ import type { KeyRegistry } from "../registry/store.ts";
  * key-service replica and restart sees the same count.
  */
 export const SIGNUPS_PER_ADDRESS_PER_DAY = 5;
-
-const DAY_MS = 86_400_000;
 
 export interface SignupRequest extends SignupForm {
   /** The client's address as the gateway resolved it (TRUST_PROXY). */
@@ -63,7 +62,7 @@ export function createSignups(deps: { registry: KeyRegistry; operations: KeyOper
       const day = new Date(now).toISOString().slice(0, 10);
       // Counted before the key is made: a create that then fails has spent one of the day's five.
       const counted = await deps.registry.countSignup(signupAddress(clientAddress) ?? clientAddress, day, SIGNUPS_PER_ADDRESS_PER_DAY);
-      if (!counted) throw new SignupLimitError(Math.ceil((Math.floor(now / DAY_MS + 1) * DAY_MS - now) / 1000));
+      if (!counted) throw new SignupLimitError(Math.ceil((dayOf(now) + DAY_MS - now) / 1000));
       return deps.operations.create({ name, plan: "free", ownerId: email, metadata: { name, email, signup: true } }, actor);
     },
   };

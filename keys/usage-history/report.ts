@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Clock } from "../../lib/clock.ts";
+import { KEY_ID_PATTERN } from "../../lib/api-key-format.ts";
 import { parseInput } from "../api/input.ts";
 import type { KeyRegistry } from "../registry/store.ts";
 import { HOUR_MS, USAGE_OUTCOMES, type UsageReportApplied, type UsageReportWrite } from "../registry/usage.ts";
@@ -11,7 +12,7 @@ export const MAX_REPORT_BUCKETS = 5_000;
 /** A report of MAX_REPORT_BUCKETS key-hours fits (about 150 bytes each). */
 export const REPORT_BODY_LIMIT_BYTES = 1024 * 1024;
 
-const keyId = z.string({ error: "must be a key id" }).regex(/^[A-Za-z0-9_-]{1,64}$/, "is not a key id");
+const keyId = z.string({ error: "must be a key id" }).regex(KEY_ID_PATTERN, "is not a key id");
 const iso = z.iso.datetime({ offset: true, error: "must be an ISO 8601 time" }).transform((v) => Date.parse(v));
 const count = z.number({ error: "must be an integer" }).int("must be an integer").min(0, "must be ≥ 0").max(1e12, "must be at most 10^12");
 const bucket = z.strictObject({

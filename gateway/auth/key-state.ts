@@ -24,8 +24,7 @@ export interface KeyEntry {
   readonly generation: number;
   readonly graceUntil: Readonly<Record<string, number>>;
   readonly scopes: ReadonlySet<Scope>;
-  readonly allowedCidrs: readonly string[];
-  /** Undefined: any address (no allowedCidrs). */
+  /** The key's allowedCidrs as a matcher; undefined: any address (none). */
   readonly allowsAddress: ((address: string) => boolean) | undefined;
 }
 
@@ -59,7 +58,6 @@ const NO_KEY: KeyEntry = Object.freeze({
   generation: 0,
   graceUntil: Object.freeze({}),
   scopes: ALL_SCOPES,
-  allowedCidrs: Object.freeze([]),
   allowsAddress: undefined,
 });
 
@@ -99,10 +97,7 @@ function changedEntry(entry: KeyEntry, changes: Record<string, unknown>): KeyEnt
   if (scopes) next.scopes = new Set(scopes.filter((s): s is Scope => (SCOPES as readonly string[]).includes(s)));
   else if (changes.scopes === null) next.scopes = ALL_SCOPES;
   const cidrs = changes.allowedCidrs === null ? [] : strings(changes.allowedCidrs);
-  if (cidrs) {
-    next.allowedCidrs = Object.freeze([...cidrs]);
-    next.allowsAddress = cidrs.length === 0 ? undefined : createNetworkMatcher(cidrs);
-  }
+  if (cidrs) next.allowsAddress = cidrs.length === 0 ? undefined : createNetworkMatcher(cidrs);
   return Object.freeze(next);
 }
 

@@ -27,16 +27,10 @@ const LIMITER_UNAVAILABLE = new ApiError(
 );
 
 /** Before the key service's feed was read once, no key can be decided: never a 401 for a key that may be valid. */
-const KEYS_NOT_LOADED = Object.assign(
-  new ApiError("service_unavailable", "The gateway has not loaded the API keys' state from the key service yet; retry after the time in Retry-After."),
-  { retryAfterSeconds: 1 },
-);
+const KEYS_NOT_LOADED = new ApiError("service_unavailable", "The gateway has not loaded the API keys' state from the key service yet; retry after the time in Retry-After.");
 /** A key issued a moment ago: how long its first request waits for the feed to bring it. */
 const NEW_KEY_WAIT_MS = 1_000;
-const KEY_NOT_KNOWN_YET = Object.assign(
-  new ApiError("service_unavailable", "This API key is not known to the gateway yet (it was issued a moment ago); retry after the time in Retry-After."),
-  { retryAfterSeconds: 1 },
-);
+const KEY_NOT_KNOWN_YET = new ApiError("service_unavailable", "This API key is not known to the gateway yet (it was issued a moment ago); retry after the time in Retry-After.");
 const ADDRESS_NOT_ALLOWED = new ApiError("forbidden", "This API key may not be used from this client address (its allowed networks).");
 
 const INVALID_TOKEN_CHALLENGE = `Bearer realm="pet-store", error="invalid_token"`;

@@ -2,6 +2,7 @@ import express, { type RequestHandler } from "express";
 import { ApiError } from "../../lib/http/errors.ts";
 import type { Logger } from "../../lib/logger.ts";
 import { parseSignupForm } from "../../lib/signup.ts";
+import { jsonBody } from "../http/input.ts";
 import { countAgainstAddress, type AddressQuota } from "../quota/address-quota.ts";
 
 /** Each try counts against its client address's anonymous quota first (as /v1 without a key), so a flood never reaches the key service. */
@@ -46,15 +47,7 @@ export function signupHandler(deps: SignupDeps): RequestHandler[] {
         if (decision.outcome === "unavailable") throw unavailable();
         throw new ApiError(decision.outcome === "banned" ? "api_key_banned" : "rate_limited");
       }
-      const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-      if (type !== "application/json") throw new ApiError("unsupported_media_type");
-      let body: unknown;
-      try {
-        body = JSON.parse(Buffer.isBuffer(req.body) ? req.body.toString("utf8") : "");
-      } catch {
-        throw new ApiError("invalid_request", "The request body is not valid JSON.");
-      }
-      const form = parseSignupForm(body);
+      const form = parseSignupForm(jsonBody(req));
       let answer: Response;
       try {
         answer = await fetch(`${base}/v1/signups`, {

@@ -22,7 +22,7 @@ import { traceRequests } from "./http/trace-requests.ts";
 import { ROUTES, type Route } from "./http/routes.ts";
 import { servedBy, upstreamProxy, type Upstream } from "./upstreams/upstreams.ts";
 import type { Clock } from "../lib/clock.ts";
-import { countUsage } from "./usage/count-requests.ts";
+import { usageRecorder } from "./usage/count-requests.ts";
 import type { UsageCounter } from "./usage/counter.ts";
 import type { HistoryReader } from "./usage/key-service-client.ts";
 import { meRoutes, SELF_SERVICE_ROUTES } from "./usage/me-routes.ts";
@@ -71,7 +71,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.set("trust proxy", deps.trustProxy);
   app.use(requestContext());
   app.use(traceRequests());
-  app.use(observeRequests(deps));
+  app.use(observeRequests({ ...deps, ...(deps.usage.counter && { afterResponse: usageRecorder(deps.usage.counter, deps.clock) }) }));
   // /v1 first: the API's requests (nearly all of them) do not walk past the ops routes. The two
   // never overlap: ops paths are outside /v1, and the v1 router answers everything under /v1.
   app.use("/v1", v1Router(deps));
@@ -116,7 +116,6 @@ function v1Router(deps: AppDeps): express.Router {
     next();
   });
 
-  if (deps.usage.counter) router.use(countUsage(deps.usage.counter, deps.clock));
   router.use(guard(deps));
   router.use(meRoutes(deps.usage.history));
 

@@ -1,4 +1,4 @@
-import type { RequestHandler } from "express";
+import type { RequestHandler, Response } from "express";
 import type { Logger } from "../../lib/logger.ts";
 import type { GatewayMetrics } from "./metrics.ts";
 import { getOrCreate } from "../../lib/get-or-create.ts";
@@ -18,9 +18,10 @@ const NOT_COMPLETED = 499;
  * One log line and one metrics observation per request, those that never completed included, and
  * the end of its span. Labelled by the route template (never the raw path) so metrics keep a
  * bounded number of series; never logs credentials. The line carries the request's trace and
- * span ids, and its latency a sampled request's trace as exemplar.
+ * span ids, and its latency a sampled request's trace as exemplar. `afterResponse` gets each
+ * response with the status recorded (the usage history counts from it).
  */
-export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger }): RequestHandler {
+export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger; afterResponse?: (res: Response, status: number) => void }): RequestHandler {
   // Label children made once per (route, method, status), not looked up by label object per request.
   // Bounded: route templates, the methods Node's parser accepts, status codes.
   const series = new Map<string, Series>();
@@ -46,6 +47,7 @@ export function observeRequests(deps: { metrics: GatewayMetrics; logger: Logger 
       observed.count.inc();
       // "close" is emitted outside the request's async context: the span is named, not looked up.
       observed.duration.observe(seconds, span);
+      deps.afterResponse?.(res, status);
       // The log record is built only when it will be written (LOG_LEVEL may be above info).
       if (!deps.logger.isLevelEnabled("info")) return;
       const { traceId, spanId } = idsOf(span);

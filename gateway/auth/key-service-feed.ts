@@ -10,6 +10,7 @@ import type { KeyEventJson, Page } from "../../lib/key-record.ts";
 import type { Logger } from "../../lib/logger.ts";
 import type { PublicKeySet } from "./jwks.ts";
 import type { KeyState } from "./key-state.ts";
+import { keyServiceEndpoint } from "./key-service-endpoint.ts";
 
 export interface KeyServiceFeedOptions {
   /** KEYS_URL: the key service's base URL. */
@@ -48,9 +49,7 @@ class FeedHttpError extends Error {
 }
 
 export function followKeyService(opts: KeyServiceFeedOptions): KeyServiceFeed {
-  const base = opts.url.replace(/\/+$/, "");
-  const headers: Record<string, string> = { Accept: "application/json" };
-  if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
+  const { base, headers } = keyServiceEndpoint(opts);
   const stop = new AbortController();
   let after = 0;
   /** Why the last attempt failed; undefined while the key service answers. */

@@ -2,6 +2,7 @@ import express, { type RequestHandler } from "express";
 import { ApiError } from "../../lib/http/errors.ts";
 import type { Logger } from "../../lib/logger.ts";
 import { parseSignupForm } from "../../lib/signup.ts";
+import { keyServiceEndpoint } from "../auth/key-service-endpoint.ts";
 import { jsonBody } from "../http/input.ts";
 import { countAgainstAddress, type AddressQuota } from "../quota/address-quota.ts";
 
@@ -35,7 +36,7 @@ const unavailable = () => {
  * 400, 429 with Retry-After. A key service that is down, slow or refuses the token → 503.
  */
 export function signupHandler(deps: SignupDeps): RequestHandler[] {
-  const base = deps.keysUrl.replace(/\/+$/, "");
+  const { base, headers } = keyServiceEndpoint({ url: deps.keysUrl, token: deps.keysToken }, { "Content-Type": "application/json" });
   const readBody = express.raw({ type: () => true, limit: BODY_LIMIT_BYTES });
   let loggedRefusal = false;
   return [
@@ -52,7 +53,7 @@ export function signupHandler(deps: SignupDeps): RequestHandler[] {
       try {
         answer = await fetch(`${base}/v1/signups`, {
           method: "POST",
-          headers: { "Content-Type": "application/json", Accept: "application/json", ...(deps.keysToken && { Authorization: `Bearer ${deps.keysToken}` }) },
+          headers,
           body: JSON.stringify({ ...form, clientAddress: req.ip }),
           signal: AbortSignal.timeout(deps.timeoutMs ?? 5_000),
         });

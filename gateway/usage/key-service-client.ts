@@ -3,6 +3,7 @@
  * a key's history for GET /v1/me/usage. (Reports go from reporter.ts.)
  */
 import { ApiError } from "../../lib/http/errors.ts";
+import { keyServiceEndpoint, type KeyServiceAccess } from "../auth/key-service-endpoint.ts";
 
 const HISTORY_TIMEOUT_MS = 5_000;
 
@@ -18,10 +19,8 @@ const HISTORY_UNAVAILABLE = Object.assign(new ApiError("service_unavailable", "T
   retryAfterSeconds: 5,
 });
 
-export function keyServiceHistory(opts: { url: string; token: string | undefined }): HistoryReader {
-  const base = opts.url.replace(/\/+$/, "");
-  const headers: Record<string, string> = { Accept: "application/json" };
-  if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
+export function keyServiceHistory(access: KeyServiceAccess): HistoryReader {
+  const { base, headers } = keyServiceEndpoint(access);
   return async (keyId, query) => {
     let res: Response;
     try {

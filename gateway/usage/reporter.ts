@@ -9,6 +9,7 @@
  */
 import type { Logger } from "../../lib/logger.ts";
 import { createUsageCounter, requestsIn, type UsageCounter, type UsageReport } from "./counter.ts";
+import { keyServiceEndpoint } from "../auth/key-service-endpoint.ts";
 
 /** Key-hours waiting at most, by default: a few MB of memory. */
 export const DEFAULT_BACKLOG_KEY_HOURS = 10_000;
@@ -42,7 +43,7 @@ export interface UsageReporter {
 }
 
 export function startUsageReporter(opts: UsageReporterOptions): UsageReporter {
-  const base = opts.url.replace(/\/+$/, "");
+  const { base, headers } = keyServiceEndpoint(opts, { "Content-Type": "application/json" });
   const max = opts.maxBacklogKeyHours ?? DEFAULT_BACKLOG_KEY_HOURS;
   let inFlight: UsageReport | undefined;
   let sending: Promise<void> | undefined;
@@ -57,8 +58,6 @@ export function startUsageReporter(opts: UsageReporterOptions): UsageReporter {
       dropping = true;
     },
   });
-  const headers: Record<string, string> = { "Content-Type": "application/json" };
-  if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
 
   const send = async (report: UsageReport, signal: AbortSignal): Promise<void> => {
     let outcome: "sent" | "failed" | "rejected";
